@@ -1,0 +1,68 @@
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "model/model_spec.hpp"
+
+namespace sm::cli {
+
+Runner add_presets(CLI::App& app) {
+    struct Opts {
+        std::string kind;
+        std::string format = "text";
+    };
+    auto o = std::make_shared<Opts>();
+    CLI::App* cmd = app.add_subcommand("presets", "List the built-in models and systems");
+    cmd->add_option("KIND", o->kind, "models or systems (default: both)")->check(CLI::IsMember({"models", "systems"}));
+    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json"}));
+    return [cmd, o]() -> int {
+        if (!cmd->parsed()) return -1;
+        Json out = Json::object();
+        std::string text;
+        if (o->kind.empty() || o->kind == "models") {
+            Json list = Json::array();
+            text += fmt::format("{:<16} {:>9} {:>7} {:>7} {:>6} {:>5} {:>8} {:>7}  {}\n", "model", "params", "layers",
+                                "hidden", "heads", "kv", "vocab", "seq", "ffn");
+            for (const auto& name : model_preset_names()) {
+                auto j = model_preset_json(name);
+                if (!j) return bad_input(j.error());
+                auto m = parse_model(j.value(), "presets/models/" + name);
+                if (!m) return bad_input(m.error());
+                const double params = count_params(m.value()).total(m->layers);
+                Json entry = j.value();
+                entry["params"] = params;
+                list.push_back(entry);
+                text += fmt::format("{:<16} {:>8.1f}B {:>7} {:>7} {:>6} {:>5} {:>8} {:>7}  {}{}\n", name, params / 1e9,
+                                    m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, m->seq_len,
+                                    m->ffn_act == FfnAct::swiglu ? "swiglu" : "gelu",
+                                    m->moe.enabled() ? fmt::format(", {} experts top-{}", m->moe.experts, m->moe.top_k) : "");
+            }
+            out["models"] = list;
+        }
+        if (o->kind.empty() || o->kind == "systems") {
+            Json list = Json::array();
+            if (!text.empty()) text += "\n";
+            text += fmt::format("{:<16} {:<16} {:>10} {:>9} {:>9} {:>7} {:>10} {:>10}\n", "system", "accelerator",
+                                "bf16 TF/s", "HBM GiB", "HBM TB/s", "domain", "up GB/s", "out GB/s");
+            for (const auto& name : system_preset_names()) {
+                auto j = system_preset_json(name);
+                if (!j) return bad_input(j.error());
+                auto s = parse_system(j.value(), "presets/systems/" + name);
+                if (!s) return bad_input(s.error());
+                list.push_back(j.value());
+                text += fmt::format("{:<16} {:<16} {:>10.0f} {:>9.0f} {:>9.2f} {:>7} {:>10.0f} {:>10.0f}\n", name,
+                                    s->accel.name, s->accel.matrix_peak(Precision::bf16).value_or(0) / 1e12,
+                                    s->accel.memory_bytes / 1073741824.0, s->accel.memory_bw_bytes_per_s / 1e12,
+                                    s->scale_up_domain, s->scale_up.bw_bytes_per_s / 1e9, s->scale_out.bw_bytes_per_s / 1e9);
+            }
+            out["systems"] = list;
+        }
+        if (o->format == "json") return emit_json(out);
+        std::cout << text;
+        return kExitOk;
+    };
+}
+
+}  // namespace sm::cli

@@ -1,0 +1,29 @@
+#pragma once
+// Shared plumbing of the subcommands: exit codes, scenario loading, writing results.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/report.hpp"
+#include "io/scenario.hpp"
+
+namespace sm::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+
+// Prints "scalemodel: error: MESSAGE" on one line of stderr and returns exit status 2.
+int bad_input(const InputError& e);
+// Loads SCENARIO ("-" for stdin, empty for the built-in default) with `--set` overrides.
+Expected<Scenario> load(const std::string& path, const std::vector<std::string>& sets, Purpose purpose);
+// Writes a JSON document after checking every number is finite (exit 1 if not).
+int emit_json(const Json& j);
+// Writes text after checking the JSON form of the same result is finite.
+int emit_checked(const Json& j, const std::string& text);
+Format parse_format(const std::string& s);
+
+// The scenario `make run` and a bare `scalemodel train` use: GPT-3 175B on 64 A100s.
+const char* default_scenario();
+
+}  // namespace sm::cli

@@ -1,0 +1,85 @@
+#include "hardware/cost.hpp"
+
+#include <algorithm>
+
+namespace sm {
+
+namespace {
+
+double gemm_flop(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.batch; }
+
+// A GEMM dimension much smaller than the kernel's tile leaves tensor cores idle.
+double dim_utilisation(double x, double half) { return x / (x + half); }
+
+// FlashAttention backward: recomputes the scores and forms dQ, dK, dV: 2.5x the forward FLOP.
+constexpr double kAttentionBwdFlopRatio = 2.5;
+
+}  // namespace
+
+double gemm_efficiency(const GemmShape& g, const Efficiency& eff) {
+    return eff.gemm_max * dim_utilisation(g.m, eff.gemm_half_dim) * dim_utilisation(g.n, eff.gemm_half_dim) *
+           dim_utilisation(g.k, eff.gemm_half_dim);
+}
+
+double memory_time_s(double bytes, const SystemSpec& sys) {
+    if (bytes <= 0) return 0;
+    const double eff = sys.eff.memory_max * bytes / (bytes + sys.eff.memory_half_bytes);
+    return bytes / (sys.accel.memory_bw_bytes_per_s * eff);
+}
+
+double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
+                   const SystemSpec& sys) {
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0;
+    const double compute = gemm_flop(g) / (peak * gemm_efficiency(g, sys.eff));
+    const double bytes = g.batch * (g.m * g.k * a_bytes + g.k * g.n * b_bytes + g.m * g.n * c_bytes);
+    return std::max(compute, memory_time_s(bytes, sys)) + sys.eff.kernel_latency_s;
+}
+
+OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
+    OpCost c;
+    const double lat = sys.eff.kernel_latency_s;
+    switch (op.kind) {
+        case OpKind::gemm:
+        case OpKind::batched_gemm: {
+            const GemmShape& g = op.gemm;
+            const double peak = sys.accel.matrix_peak(ctx.math).value_or(0);
+            const double a = ctx.operand_bytes;
+            // Weights stream from HBM in their storage format; activation-activation products
+            // (attention scores) read activations on both sides.
+            const double b = op.weight ? ctx.weight_bytes : ctx.operand_bytes;
+            const double out = ctx.act_bytes;
+            c.fwd_flop = gemm_flop(g);
+            c.fwd_model_flop = c.fwd_flop;
+            c.fwd_s = gemm_time_s(g, a, b, out, peak, sys);
+            c.fwd_bytes = g.batch * (g.m * g.k * a + g.k * g.n * b + g.m * g.n * out);
+            // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
+            c.bwd_flop = 2.0 * c.fwd_flop;
+            c.bwd_s = gemm_time_s({g.m, g.k, g.n, g.batch}, a, b, out, peak, sys) +
+                      gemm_time_s({g.k, g.n, g.m, g.batch}, a, a, op.weight ? 4.0 : out, peak, sys);
+            break;
+        }
+        case OpKind::attention: {
+            // Fused attention runs in the activation format (bf16/fp16) even under fp8 GEMMs.
+            const Precision p = ctx.act_bytes >= 4 ? Precision::tf32 : Precision::bf16;
+            const double peak = sys.accel.matrix_peak(p).value_or(sys.accel.matrix_peak(ctx.math).value_or(0)) *
+                                sys.eff.attention_max;
+            const double bytes = op.attn_io_elems * ctx.act_bytes + op.attn_kv_elems * ctx.kv_bytes;
+            c.fwd_flop = op.attn_flop;
+            c.fwd_model_flop = op.attn_model_flop;
+            c.fwd_bytes = bytes;
+            c.fwd_s = std::max(op.attn_flop / peak, memory_time_s(bytes, sys)) + lat;
+            c.bwd_flop = kAttentionBwdFlopRatio * op.attn_flop;
+            c.bwd_s = std::max(c.bwd_flop / peak, memory_time_s(2.0 * bytes, sys)) + lat;
+            break;
+        }
+        case OpKind::elementwise: {
+            c.fwd_bytes = op.bytes;
+            c.fwd_s = memory_time_s(op.bytes, sys) + lat;
+            c.bwd_s = memory_time_s(op.bytes * op.bwd_bytes_factor, sys) + lat;
+            break;
+        }
+    }
+    return c;
+}
+
+}  // namespace sm

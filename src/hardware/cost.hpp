@@ -1,0 +1,37 @@
+#pragma once
+// Op costs on one accelerator: the only place a GEMM, an attention kernel or a memory-bound
+// kernel is timed. Roofline with size-dependent efficiency plus a fixed per-kernel latency.
+#include "hardware/system_spec.hpp"
+#include "model/ops.hpp"
+
+namespace sm {
+
+// Number formats of one costing: math precision and the storage of each operand.
+struct CostContext {
+    Precision math = Precision::bf16;
+    double act_bytes = 2;     // activations (GEMM A and C, element-wise ops)
+    double operand_bytes = 2; // GEMM A and B as the tensor cores read them
+    double weight_bytes = 2;  // weights as stored in HBM
+    double kv_bytes = 2;      // K/V cache elements
+};
+
+struct OpCost {
+    double fwd_s = 0;
+    double bwd_s = 0;
+    double fwd_flop = 0;        // executed
+    double bwd_flop = 0;
+    double fwd_model_flop = 0;  // by convention (see README: MFU)
+    double fwd_bytes = 0;       // HBM traffic of the forward pass
+};
+
+// Fraction of matrix peak a GEMM of this shape reaches.
+double gemm_efficiency(const GemmShape& g, const Efficiency& eff);
+// Time of one GEMM (or batched GEMM) given operand sizes in bytes per element.
+double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes,
+                   double peak_flop_per_s, const SystemSpec& sys);
+// Time of a memory-bound kernel moving `bytes` through HBM.
+double memory_time_s(double bytes, const SystemSpec& sys);
+// Forward and backward cost of one op.
+OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx);
+
+}  // namespace sm

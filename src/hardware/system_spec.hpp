@@ -1,0 +1,54 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/precision.hpp"
+
+namespace sm {
+
+// Achievable fractions of peak and fixed overheads: the calibration of the cost model.
+// Shared by every scenario on a system; values and their sources in docs/CALIBRATION.md.
+struct Efficiency {
+    double gemm_max = 0.8;             // large-GEMM fraction of matrix peak
+    double gemm_half_dim = 96;         // a GEMM dimension this size halves that dimension's utilisation
+    double attention_max = 0.6;        // fused-attention fraction of matrix peak
+    double memory_max = 0.85;          // streaming fraction of HBM bandwidth
+    double memory_half_bytes = 262144; // transfer size at which memory efficiency is half its max
+    double kernel_latency_s = 4e-6;    // launch + tail per kernel
+    double scale_up = 0.8;             // achieved fraction of scale-up link bandwidth (NCCL bus bw)
+    double scale_out = 0.85;           // achieved fraction of scale-out NIC bandwidth
+};
+
+struct Accelerator {
+    std::string name;
+    // Dense matrix peak per precision; nullopt: not supported.
+    std::array<std::optional<double>, 8> matrix_flop_per_s{};
+    double vector_flop_per_s = 0;
+    double memory_bytes = 0;
+    double memory_bw_bytes_per_s = 0;
+
+    [[nodiscard]] std::optional<double> matrix_peak(Precision p) const {
+        return matrix_flop_per_s[static_cast<size_t>(p)];
+    }
+};
+
+struct LinkLevel {
+    double bw_bytes_per_s = 0;  // per GPU, per direction
+    double latency_s = 0;
+    double efficiency = 1.0;
+    [[nodiscard]] double effective_bw() const { return bw_bytes_per_s * efficiency; }
+};
+
+struct SystemSpec {
+    std::string name;
+    Accelerator accel;
+    int64_t node_gpus = 8;
+    int64_t scale_up_domain = 8;  // GPUs reachable over the scale-up fabric
+    LinkLevel scale_up;
+    LinkLevel scale_out;
+    Efficiency eff;
+};
+
+}  // namespace sm

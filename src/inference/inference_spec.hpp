@@ -1,0 +1,19 @@
+#pragma once
+#include <cstdint>
+
+#include "core/precision.hpp"
+
+namespace sm {
+
+// An inference workload: `batch` requests of `input_len` prompt tokens generating `output_len`.
+struct InferenceSpec {
+    int64_t batch = 1;
+    int64_t input_len = 512;
+    int64_t output_len = 128;
+    Precision precision = Precision::fp16;         // matrix math and activations
+    Precision weight_precision = Precision::fp16;  // weights as stored
+    Precision kv_precision = Precision::fp16;      // KV cache
+    double framework_overhead_bytes = 1073741824.0;
+};
+
+}  // namespace sm

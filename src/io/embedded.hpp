@@ -1,0 +1,17 @@
+#pragma once
+// Data files compiled into the binary (presets, validation sets), so the tool works anywhere.
+#include <span>
+#include <string_view>
+
+namespace sm {
+
+struct EmbeddedFile {
+    std::string_view name;  // file stem, e.g. "dgx-h100"
+    std::string_view text;
+};
+
+std::span<const EmbeddedFile> embedded_model_presets();
+std::span<const EmbeddedFile> embedded_system_presets();
+std::span<const EmbeddedFile> embedded_validation_sets();
+
+}  // namespace sm

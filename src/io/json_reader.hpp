@@ -1,0 +1,48 @@
+#pragma once
+// Strict reading of one JSON object: every key must be consumed, numbers are range-checked, and
+// errors name the dotted path, what was given and what is allowed (with "did you mean").
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sm {
+
+using Json = nlohmann::json;
+
+// The closest candidate to `word`, if close enough to be a likely typo.
+std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+// A short rendering of a JSON value for error messages.
+std::string show(const Json& v);
+
+class ObjectReader {
+public:
+    ObjectReader(const Json& j, std::string path);
+
+    int64_t integer(const char* key, std::optional<int64_t> def, int64_t lo, int64_t hi);
+    double number(const char* key, std::optional<double> def, double lo, double hi);
+    bool boolean(const char* key, std::optional<bool> def);
+    std::string choice(const char* key, std::optional<std::string> def, const std::vector<std::string>& allowed);
+    std::string text(const char* key, std::optional<std::string> def);
+    // A nested object, or nullopt when absent.
+    std::optional<ObjectReader> child(const char* key);
+    // Marks a key as known without reading it (documentation fields such as `sources`).
+    void ignore(const char* key);
+    [[nodiscard]] bool has(const char* key) const;
+    [[nodiscard]] std::string path_of(const char* key) const;
+    // Fails on the first key nobody read.
+    void finish() const;
+
+private:
+    const Json* find(const char* key);
+    const Json& j_;
+    std::string path_;
+    std::set<std::string> known_;
+};
+
+}  // namespace sm

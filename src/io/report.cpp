@@ -1,0 +1,160 @@
+#include "io/report.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace sm {
+
+namespace {
+
+void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+    if (j.is_object()) {
+        for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+    } else if (j.is_array()) {
+        return;  // lists (the op table, search results) have their own writers
+    } else if (j.is_string()) {
+        out.emplace_back(prefix, j.get<std::string>());
+    } else if (j.is_number_float()) {
+        out.emplace_back(prefix, fmt::format("{:.6g}", j.get<double>()));
+    } else {
+        out.emplace_back(prefix, j.dump());
+    }
+}
+
+std::string_view recompute_name(Recompute r) {
+    switch (r) {
+        case Recompute::none: return "none";
+        case Recompute::selective: return "selective";
+        case Recompute::full: return "full";
+    }
+    return "none";
+}
+
+}  // namespace
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+std::string seconds(double s) {
+    if (s >= 1.0) return fmt::format("{:.3f} s", s);
+    if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+    return fmt::format("{:.2f} us", s * 1e6);
+}
+
+std::string find_non_finite(const Json& j, const std::string& path) {
+    if (j.is_number_float() && !std::isfinite(j.get<double>())) return path.empty() ? "(root)" : path;
+    if (j.is_object())
+        for (const auto& [k, v] : j.items()) {
+            auto p = find_non_finite(v, path.empty() ? k : path + "." + k);
+            if (!p.empty()) return p;
+        }
+    if (j.is_array())
+        for (size_t i = 0; i < j.size(); ++i) {
+            auto p = find_non_finite(j[i], path + "[" + std::to_string(i) + "]");
+            if (!p.empty()) return p;
+        }
+    return {};
+}
+
+Json parallel_json(const ParallelConfig& p) {
+    return Json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vp", p.vp},
+                {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
+                {"recompute", recompute_name(p.recompute)}};
+}
+
+Json train_json(const Scenario& s, const TrainResult& r) {
+    const TrainMemory& m = r.memory;
+    const TrainBreakdown& b = r.breakdown;
+    return Json{
+        {"model", s.model.name},
+        {"system", s.system.name},
+        {"parallel", parallel_json(s.parallel)},
+        {"step_time_s", r.step_time_s},
+        {"tokens_per_s", r.tokens_per_s},
+        {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+        {"mfu", r.mfu},
+        {"hfu", r.hfu},
+        {"gpus", r.gpus},
+        {"microbatches", r.microbatches},
+        {"params", r.params_total},
+        {"model_flop_per_step", r.model_flop_per_step},
+        {"fits_in_memory", r.fits_in_memory},
+        {"memory",
+         {{"peak_bytes_per_gpu", m.peak_bytes_per_gpu},
+          {"capacity_bytes", s.system.accel.memory_bytes},
+          {"weights_bytes", m.weights_bytes},
+          {"gradients_bytes", m.gradients_bytes},
+          {"optimizer_bytes", m.optimizer_bytes},
+          {"activations_bytes", m.activations_bytes},
+          {"overhead_bytes", m.overhead_bytes}}},
+        {"breakdown",
+         {{"compute_s", b.compute_s},
+          {"recompute_s", b.recompute_s},
+          {"bubble_s", b.bubble_s},
+          {"optimizer_s", b.optimizer_s},
+          {"tp_comm_exposed_s", b.tp_comm_exposed_s},
+          {"pp_comm_exposed_s", b.pp_comm_exposed_s},
+          {"dp_comm_exposed_s", b.dp_comm_exposed_s},
+          {"cp_comm_exposed_s", b.cp_comm_exposed_s},
+          {"ep_comm_exposed_s", b.ep_comm_exposed_s}}},
+        {"comm_link",
+         {{"tp_s", r.link.tp_s}, {"pp_s", r.link.pp_s}, {"dp_s", r.link.dp_s}, {"cp_s", r.link.cp_s}, {"ep_s", r.link.ep_s}}},
+    };
+}
+
+std::string train_text(const Scenario& s, const TrainResult& r) {
+    const ParallelConfig& p = s.parallel;
+    const TrainBreakdown& b = r.breakdown;
+    std::string o;
+    o += fmt::format("Training step: {} ({:.1f}B params) on {} x {} ({})\n", s.model.name, r.params_total / 1e9, r.gpus,
+                     s.system.accel.name, s.system.name);
+    o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
+                     p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
+                     p.zero, recompute_name(p.recompute), to_string(s.training.precision));
+    o += fmt::format("\n  step time            {:>12}\n", seconds(r.step_time_s));
+    o += fmt::format("  tokens/s             {:>12.0f}   ({:.1f} per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
+    o += fmt::format("  MFU / HFU            {:>11.1f}%   / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+    o += "\n  where the time goes             time    share   on the wire\n";
+    auto row = [&](const char* name, double t, double link) {
+        const std::string wire = link >= 0 ? seconds(link) : std::string();
+        o += fmt::format("  {:<24} {:>12} {:>7.1f}%   {}\n", name, seconds(t), 100 * t / r.step_time_s, wire);
+    };
+    row("compute", b.compute_s, -1);
+    row("recompute", b.recompute_s, -1);
+    row("pipeline bubble", b.bubble_s, -1);
+    row("optimizer", b.optimizer_s, -1);
+    row("TP comm (exposed)", b.tp_comm_exposed_s, r.link.tp_s);
+    row("PP comm (exposed)", b.pp_comm_exposed_s, r.link.pp_s);
+    row("DP comm (exposed)", b.dp_comm_exposed_s, r.link.dp_s);
+    row("CP comm (exposed)", b.cp_comm_exposed_s, r.link.cp_s);
+    if (s.model.moe.enabled()) row("EP comm (exposed)", b.ep_comm_exposed_s, r.link.ep_s);
+    const TrainMemory& m = r.memory;
+    o += "\n  memory per GPU (fullest stage)\n";
+    o += fmt::format("  {:<24} {:>12}\n", "weights", gib(m.weights_bytes));
+    o += fmt::format("  {:<24} {:>12}\n", "gradients", gib(m.gradients_bytes));
+    o += fmt::format("  {:<24} {:>12}\n", "optimizer state", gib(m.optimizer_bytes));
+    o += fmt::format("  {:<24} {:>12}\n", "activations", gib(m.activations_bytes));
+    o += fmt::format("  {:<24} {:>12}\n", "buffers + framework", gib(m.overhead_bytes));
+    o += fmt::format("  {:<24} {:>12}   of {} -> {}\n", "peak", gib(m.peak_bytes_per_gpu), gib(s.system.accel.memory_bytes),
+                     r.fits_in_memory ? "fits" : "DOES NOT FIT");
+    return o;
+}
+
+std::string csv_header(const Json& j) {
+    std::vector<std::pair<std::string, std::string>> f;
+    flatten(j, "", f);
+    std::string o;
+    for (size_t i = 0; i < f.size(); ++i) o += (i ? "," : "") + f[i].first;
+    return o + "\n";
+}
+
+std::string csv_row(const Json& j) {
+    std::vector<std::pair<std::string, std::string>> f;
+    flatten(j, "", f);
+    std::string o;
+    for (size_t i = 0; i < f.size(); ++i) o += (i ? "," : "") + f[i].second;
+    return o + "\n";
+}
+
+}  // namespace sm

@@ -1,0 +1,390 @@
+#include "io/scenario.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "io/embedded.hpp"
+
+namespace sm {
+
+namespace {
+
+constexpr int64_t kMaxDegree = int64_t{1} << 20;
+constexpr int64_t kMaxGpus = int64_t{1} << 24;
+
+std::vector<std::string> precision_names() {
+    std::vector<std::string> v;
+    for (Precision p : kAllPrecisions) v.emplace_back(to_string(p));
+    return v;
+}
+
+Precision read_precision(ObjectReader& r, const char* key, Precision def) {
+    return *parse_precision(r.choice(key, std::string(to_string(def)), precision_names()));
+}
+
+Json parse_json(std::string_view text, const std::string& origin) {
+    if (text.size() > kMaxScenarioBytes)
+        fail(origin, fmt::format("{} bytes", text.size()), fmt::format("at most {} bytes", kMaxScenarioBytes));
+    auto depth_guard = [&](int depth, Json::parse_event_t, Json&) {
+        if (depth > kMaxJsonDepth)
+            fail(origin, fmt::format("JSON nested deeper than {}", kMaxJsonDepth), "scenarios nest a few levels only");
+        return true;
+    };
+    try {
+        return Json::parse(text.begin(), text.end(), depth_guard);
+    } catch (const Json::parse_error& e) {
+        std::string what = e.what();
+        const auto pos = what.find("syntax error");
+        if (pos != std::string::npos) what = what.substr(pos);
+        fail(origin, fmt::format("invalid JSON at byte {}", e.byte), what);
+    }
+}
+
+// Preset values first, the user's fields on top (objects merge recursively).
+void merge_into(Json& base, const Json& top) {
+    for (const auto& [k, v] : top.items()) {
+        if (v.is_object() && base.contains(k) && base[k].is_object())
+            merge_into(base[k], v);
+        else
+            base[k] = v;
+    }
+}
+
+std::vector<std::string> names_of(std::span<const EmbeddedFile> files) {
+    std::vector<std::string> v;
+    for (const auto& f : files) v.emplace_back(f.name);
+    return v;
+}
+
+Json preset_json(std::span<const EmbeddedFile> files, const std::string& name, const std::string& path) {
+    for (const auto& f : files)
+        if (f.name == name) return parse_json(f.text, "preset " + name);
+    const auto names = names_of(files);
+    auto hint = did_you_mean(name, names);
+    std::string allowed = hint ? "did you mean \"" + *hint + "\"? " : std::string();
+    allowed += "see `scalemodel presets`";
+    fail(path, "\"" + name + "\"", "unknown preset; " + allowed);
+}
+
+// A section that may name a preset: the preset's fields, overridden by the section's own.
+Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets, const std::string& path) {
+    if (!section.is_object()) fail(path, show(section), "expected an object");
+    auto it = section.find("preset");
+    if (it == section.end()) return section;
+    if (!it->is_string()) fail(path + ".preset", show(*it), "expected a preset name (a string)");
+    Json merged = preset_json(presets, it->get<std::string>(), path + ".preset");
+    Json own = section;
+    own.erase("preset");
+    merge_into(merged, own);
+    return merged;
+}
+
+ModelSpec read_model(const Json& j, const std::string& path) {
+    ObjectReader r(j, path);
+    ModelSpec m;
+    m.name = r.text("name", "custom");
+    r.ignore("description");
+    r.ignore("sources");
+    m.layers = r.integer("layers", std::nullopt, 1, 100000);
+    m.hidden = r.integer("hidden", std::nullopt, 1, int64_t{1} << 20);
+    m.heads = r.integer("heads", std::nullopt, 1, int64_t{1} << 16);
+    m.kv_heads = r.integer("kv_heads", m.heads, 1, int64_t{1} << 16);
+    m.ffn_hidden = r.integer("ffn_hidden", 4 * m.hidden, 1, int64_t{1} << 22);
+    m.ffn_act = r.choice("ffn_act", "gelu", {"gelu", "swiglu"}) == "swiglu" ? FfnAct::swiglu : FfnAct::gelu;
+    m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
+    m.seq_len = r.integer("seq_len", std::nullopt, 1, int64_t{1} << 27);
+    if (auto moe = r.child("moe")) {
+        m.moe.experts = moe->integer("experts", std::nullopt, 1, 65536);
+        m.moe.top_k = moe->integer("top_k", std::nullopt, 1, m.moe.experts);
+        m.moe.expert_ffn_hidden = moe->integer("expert_ffn_hidden", m.ffn_hidden, 1, int64_t{1} << 22);
+        moe->finish();
+    }
+    m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
+    m.bias = r.boolean("bias", true);
+    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi"});
+    m.position = pos == "rope" ? PositionKind::rope : pos == "alibi" ? PositionKind::alibi : PositionKind::learned;
+    m.tied_embeddings = r.boolean("tied_embeddings", false);
+    m.dropout = r.boolean("dropout", false);
+    m.causal = r.boolean("causal", true);
+    m.attention = r.choice("attention", "fused", {"fused", "unfused"}) == "unfused" ? AttentionImpl::unfused : AttentionImpl::fused;
+    r.finish();
+    if (m.hidden % m.heads != 0)
+        fail(path + ".heads", std::to_string(m.heads), fmt::format("must divide model.hidden ({})", m.hidden));
+    if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+        fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must divide model.heads ({})", m.heads));
+    return m;
+}
+
+LinkLevel read_link(ObjectReader& r) {
+    LinkLevel l;
+    l.bw_bytes_per_s = r.number("bw_bytes_per_s", std::nullopt, 1e3, 1e15);
+    l.latency_s = r.number("latency_s", 0.0, 0.0, 1.0);
+    return l;
+}
+
+SystemSpec read_system(const Json& j, const std::string& path) {
+    ObjectReader r(j, path);
+    SystemSpec s;
+    s.name = r.text("name", "custom");
+    r.ignore("description");
+    r.ignore("sources");
+    {
+        auto a = r.child("accelerator");
+        if (!a) fail(path + ".accelerator", "nothing", "required: an object with the GPU's peaks and memory");
+        s.accel.name = a->text("name", "custom");
+        auto peaks = a->child("matrix_flop_per_s");
+        if (!peaks) fail(a->path_of("matrix_flop_per_s"), "nothing", "required: {precision: FLOP/s, ...}");
+        const auto names = precision_names();
+        for (const auto& name : names) {
+            if (!peaks->has(name.c_str())) continue;
+            s.accel.matrix_flop_per_s[static_cast<size_t>(*parse_precision(name))] =
+                peaks->number(name.c_str(), std::nullopt, 1e6, 1e20);
+        }
+        peaks->finish();
+        s.accel.vector_flop_per_s = a->number("vector_flop_per_s", std::nullopt, 1e6, 1e20);
+        s.accel.memory_bytes = a->number("memory_bytes", std::nullopt, 1.0, 1e15);
+        s.accel.memory_bw_bytes_per_s = a->number("memory_bw_bytes_per_s", std::nullopt, 1e6, 1e16);
+        a->finish();
+    }
+    s.node_gpus = r.integer("node_gpus", 8, 1, 4096);
+    {
+        auto up = r.child("scale_up");
+        if (!up) fail(path + ".scale_up", "nothing", "required: {domain_gpus, bw_bytes_per_s, latency_s}");
+        s.scale_up_domain = up->integer("domain_gpus", s.node_gpus, 1, kMaxGpus);
+        s.scale_up = read_link(*up);
+        up->finish();
+        auto out = r.child("scale_out");
+        if (!out) fail(path + ".scale_out", "nothing", "required: {bw_bytes_per_s, latency_s}");
+        s.scale_out = read_link(*out);
+        out->finish();
+    }
+    if (auto e = r.child("efficiency")) {
+        Efficiency& f = s.eff;
+        f.gemm_max = e->number("gemm_max", f.gemm_max, 1e-3, 1.0);
+        f.gemm_half_dim = e->number("gemm_half_dim", f.gemm_half_dim, 0.0, 1e6);
+        f.attention_max = e->number("attention_max", f.attention_max, 1e-3, 1.0);
+        f.memory_max = e->number("memory_max", f.memory_max, 1e-3, 1.0);
+        f.memory_half_bytes = e->number("memory_half_bytes", f.memory_half_bytes, 0.0, 1e12);
+        f.kernel_latency_s = e->number("kernel_latency_s", f.kernel_latency_s, 0.0, 1.0);
+        f.scale_up = e->number("scale_up", f.scale_up, 1e-3, 1.0);
+        f.scale_out = e->number("scale_out", f.scale_out, 1e-3, 1.0);
+        e->finish();
+    }
+    s.scale_up.efficiency = s.eff.scale_up;
+    s.scale_out.efficiency = s.eff.scale_out;
+    r.finish();
+    return s;
+}
+
+ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
+    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "microbatch", "zero", "recompute"};
+    for (const char* k : keys)
+        if (r.has(k)) given.insert(k);
+    ParallelConfig p;
+    p.tp = r.integer("tp", 1, 1, kMaxDegree);
+    p.pp = r.integer("pp", 1, 1, kMaxDegree);
+    p.dp = r.integer("dp", 1, 1, kMaxDegree);
+    p.cp = r.integer("cp", 1, 1, kMaxDegree);
+    p.ep = r.integer("ep", 1, 1, kMaxDegree);
+    p.vp = r.integer("vp", 1, 1, 1024);
+    p.sequence_parallel = r.boolean("sequence_parallel", false);
+    p.microbatch = r.integer("microbatch", 1, 1, kMaxDegree);
+    p.zero = r.integer("zero", 0, 0, 3);
+    const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
+    p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+    r.finish();
+    return p;
+}
+
+TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
+    TrainingSpec t;
+    t.global_batch = r.integer("global_batch", p.dp * p.microbatch, 1, int64_t{1} << 30);
+    t.precision = read_precision(r, "precision", Precision::bf16);
+    t.grad_precision = *parse_precision(r.choice("grad_precision", "fp32", {"fp32", "bf16", "fp16"}));
+    t.dp_overlap = r.boolean("dp_overlap", t.dp_overlap);
+    t.tp_overlap = r.number("tp_overlap", t.tp_overlap, 0.0, 1.0);
+    t.pp_overlap = r.number("pp_overlap", t.pp_overlap, 0.0, 1.0);
+    t.optimizer_state_bytes_per_param = r.number("optimizer_state_bytes_per_param", t.optimizer_state_bytes_per_param, 0.0, 64.0);
+    t.framework_overhead_bytes = r.number("framework_overhead_bytes", t.framework_overhead_bytes, 0.0, 1e13);
+    t.comm_buffer_bytes = r.number("comm_buffer_bytes", t.comm_buffer_bytes, 0.0, 1e13);
+    r.finish();
+    return t;
+}
+
+InferenceSpec read_inference(ObjectReader r) {
+    InferenceSpec s;
+    s.batch = r.integer("batch", s.batch, 1, int64_t{1} << 20);
+    s.input_len = r.integer("input_len", s.input_len, 1, int64_t{1} << 24);
+    s.output_len = r.integer("output_len", s.output_len, 1, int64_t{1} << 24);
+    s.precision = read_precision(r, "precision", s.precision);
+    s.weight_precision = read_precision(r, "weight_precision", s.precision);
+    s.kv_precision = read_precision(r, "kv_precision", activation_precision(s.precision));
+    s.framework_overhead_bytes = r.number("framework_overhead_bytes", s.framework_overhead_bytes, 0.0, 1e13);
+    r.finish();
+    return s;
+}
+
+void require_peak(const SystemSpec& sys, Precision p, const std::string& path) {
+    if (sys.accel.matrix_peak(p)) return;
+    std::string have;
+    for (Precision q : kAllPrecisions)
+        if (sys.accel.matrix_peak(q)) have += (have.empty() ? "" : ", ") + std::string(to_string(q));
+    fail(path, "\"" + std::string(to_string(p)) + "\"", fmt::format("{} supports: {}", sys.accel.name, have));
+}
+
+void require_divides(int64_t d, int64_t n, const std::string& path, const std::string& what) {
+    if (n % d != 0) fail(path, std::to_string(d), fmt::format("must divide {} ({})", what, n));
+}
+
+// Layout rules shared by train and infer: how a model can be cut.
+void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
+    require_divides(p.tp, m.heads, "parallel.tp", "model.heads");
+    if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
+        fail("parallel.tp", std::to_string(p.tp), fmt::format("must divide model.kv_heads ({}) or be a multiple of it", m.kv_heads));
+    require_divides(p.tp, m.moe.enabled() ? m.moe.expert_ffn_hidden : m.ffn_hidden, "parallel.tp",
+                    m.moe.enabled() ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden");
+}
+
+void check_training_layout(const Scenario& s) {
+    const ModelSpec& m = s.model;
+    const ParallelConfig& p = s.parallel;
+    if (p.gpus() > kMaxGpus || p.tp * p.pp > kMaxGpus || p.tp * p.pp * p.dp > kMaxGpus)
+        fail("parallel", fmt::format("tp*pp*dp*cp = {}", static_cast<double>(p.tp) * p.pp * p.dp * p.cp),
+             fmt::format("at most {} GPUs", kMaxGpus));
+    check_tensor_parallel(m, p);
+    if (p.vp > 1 && p.pp == 1) fail("parallel.vp", std::to_string(p.vp), "interleaving (vp > 1) needs pp > 1");
+    if (m.layers % (p.pp * p.vp) != 0)
+        fail("parallel.pp", fmt::format("pp*vp = {}", p.pp * p.vp), fmt::format("must divide model.layers ({})", m.layers));
+    require_divides(p.cp, m.seq_len, "parallel.cp", "model.seq_len");
+    if (s.training.global_batch % (p.dp * p.microbatch) != 0)
+        fail("training.global_batch", std::to_string(s.training.global_batch),
+             fmt::format("must be a multiple of dp*microbatch ({})", p.dp * p.microbatch));
+    if (p.ep > 1 && !m.moe.enabled()) fail("parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
+    if (m.moe.enabled()) {
+        require_divides(p.ep, m.moe.experts, "parallel.ep", "model.moe.experts");
+        require_divides(p.ep, p.dp * p.cp, "parallel.ep", "dp*cp");
+    }
+    require_peak(s.system, s.training.precision, "training.precision");
+}
+
+void check_inference_layout(const Scenario& s) {
+    check_tensor_parallel(s.model, s.parallel);
+    require_divides(s.parallel.pp, s.model.layers, "parallel.pp", "model.layers");
+    require_peak(s.system, s.inference.precision, "inference.precision");
+}
+
+const Json kEmptyObject = Json::object();
+
+}  // namespace
+
+Expected<Json> parse_scenario_text(std::string_view text, const std::string& origin) {
+    return capture([&] {
+        Json j = parse_json(text, origin);
+        if (!j.is_object()) fail(origin, show(j), "a scenario is a JSON object");
+        return j;
+    });
+}
+
+Expected<Json> read_scenario_file(const std::string& path) {
+    std::string text;
+    if (path == "-") {
+        std::istreambuf_iterator<char> it(std::cin), end;
+        for (; it != end && text.size() <= kMaxScenarioBytes; ++it) text.push_back(*it);
+    } else {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return InputError{"SCENARIO", "\"" + path + "\"", "cannot open the file"};
+        char buf[65536];
+        while (in && text.size() <= kMaxScenarioBytes) {
+            in.read(buf, sizeof buf);
+            text.append(buf, static_cast<size_t>(in.gcount()));
+        }
+    }
+    return parse_scenario_text(text, path == "-" ? "stdin" : path);
+}
+
+Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
+    return capture([&] {
+        for (const std::string& s : sets) {
+            const auto eq = s.find('=');
+            if (eq == std::string::npos || eq == 0) fail("--set", "\"" + s + "\"", "expected PATH=VALUE, e.g. parallel.tp=8");
+            const std::string path = s.substr(0, eq);
+            const std::string value = s.substr(eq + 1);
+            Json v = Json::parse(value, nullptr, false);
+            if (v.is_discarded() || v.is_object() || v.is_array()) v = value;  // a bare word is a string
+            Json* node = &doc;
+            std::string walked;
+            size_t start = 0;
+            while (true) {
+                const auto dot = path.find('.', start);
+                const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+                if (key.empty()) fail("--set", "\"" + path + "\"", "a dotted path such as parallel.tp");
+                walked += (walked.empty() ? "" : ".") + key;
+                if (dot == std::string::npos) {
+                    (*node)[key] = v;
+                    break;
+                }
+                Json& next = (*node)[key];
+                if (next.is_null()) next = Json::object();
+                if (!next.is_object()) fail(walked, show(next), "is not an object; cannot set " + path);
+                node = &next;
+                start = dot + 1;
+            }
+        }
+        return doc;
+    });
+}
+
+Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
+    return capture([&] {
+        Scenario s;
+        ObjectReader root(doc, "");
+        root.ignore("description");
+        root.ignore("name");
+        const Json* model = doc.contains("model") ? &doc["model"] : nullptr;
+        const Json* system = doc.contains("system") ? &doc["system"] : nullptr;
+        root.ignore("model");
+        root.ignore("system");
+        if (!model) fail("model", "nothing", "required: {\"preset\": NAME} or the model's dimensions");
+        if (!system) fail("system", "nothing", "required: {\"preset\": NAME} or the system's figures");
+        Json resolved = Json::object();
+        resolved["model"] = resolve_section(*model, embedded_model_presets(), "model");
+        resolved["system"] = resolve_section(*system, embedded_system_presets(), "system");
+        s.model = read_model(resolved["model"], "model");
+        s.system = read_system(resolved["system"], "system");
+        auto par = root.child("parallel");
+        s.parallel = read_parallel(par ? *par : ObjectReader(kEmptyObject, "parallel"), s.parallel_given);
+        auto tr = root.child("training");
+        s.training = read_training(tr ? *tr : ObjectReader(kEmptyObject, "training"), s.parallel);
+        auto inf = root.child("inference");
+        s.inference = read_inference(inf ? *inf : ObjectReader(kEmptyObject, "inference"));
+        root.finish();
+        for (const char* k : {"parallel", "training", "inference"})
+            if (doc.contains(k)) resolved[k] = doc[k];
+        s.resolved = std::move(resolved);
+        if (purpose == Purpose::train) check_training_layout(s);
+        if (purpose == Purpose::infer) check_inference_layout(s);
+        if (purpose == Purpose::search) require_peak(s.system, s.training.precision, "training.precision");
+        return s;
+    });
+}
+
+std::vector<std::string> model_preset_names() { return names_of(embedded_model_presets()); }
+std::vector<std::string> system_preset_names() { return names_of(embedded_system_presets()); }
+Expected<Json> model_preset_json(const std::string& name) {
+    return capture([&] { return preset_json(embedded_model_presets(), name, "model.preset"); });
+}
+Expected<Json> system_preset_json(const std::string& name) {
+    return capture([&] { return preset_json(embedded_system_presets(), name, "system.preset"); });
+}
+Expected<ModelSpec> parse_model(const Json& j, const std::string& path) {
+    return capture([&] { return read_model(j, path); });
+}
+Expected<SystemSpec> parse_system(const Json& j, const std::string& path) {
+    return capture([&] { return read_system(j, path); });
+}
+
+}  // namespace sm

@@ -1,0 +1,84 @@
+#pragma once
+// The per-GPU op list of one transformer layer (and of the embedding / output stages), with
+// shapes after sharding. Shapes first, costs second: nothing here knows about a GPU.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "model/model_spec.hpp"
+
+namespace sm {
+
+enum class OpKind { gemm, batched_gemm, attention, elementwise };
+
+// C[m,n] = A[m,k] * B[k,n], `batch` times. For weight GEMMs B is the weight.
+struct GemmShape {
+    double m = 0, n = 0, k = 0, batch = 1;
+};
+
+struct Op {
+    std::string_view name;
+    OpKind kind = OpKind::elementwise;
+    GemmShape gemm;              // gemm, batched_gemm
+    bool weight = false;         // B is a weight: a weight-gradient GEMM runs in backward
+    // Fused attention: one kernel over all heads.
+    double attn_flop = 0;        // executed forward FLOP (causal blocks skipped)
+    double attn_model_flop = 0;  // forward FLOP by the usual convention (full s x s)
+    double attn_io_elems = 0;    // Q, O elements moved (activation precision)
+    double attn_kv_elems = 0;    // K, V elements moved (KV-cache precision)
+    // Element-wise / normalisation: bytes moved in the forward pass.
+    double bytes = 0;
+    double bwd_bytes_factor = 2.0;
+    // Activation memory kept for the backward pass: `saved_bytes` under every recompute mode
+    // but full; `core_saved_bytes` (the attention core's internals) only without recompute.
+    double saved_bytes = 0;
+    double core_saved_bytes = 0;
+    bool attention_core = false;  // re-run in backward under selective recompute
+};
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
+enum class CommGroup { tp, cp, ep, dp, pp };
+enum class Pass { fwd, bwd };
+
+// A collective issued by the layer. `bytes` is the full buffer size (the gathered tensor for
+// all-gather, the input for reduce-scatter, the message for p2p). `count` repeats it (CP ring).
+struct CommOp {
+    std::string_view name;
+    Collective kind = Collective::all_reduce;
+    CommGroup group = CommGroup::tp;
+    Pass pass = Pass::fwd;
+    double bytes = 0;
+    double count = 1;
+    bool overlappable = false;  // can hide behind independent compute of the same pass
+};
+
+// How one layer is cut on one GPU for one micro-batch.
+struct LayerShape {
+    double batch = 1;          // sequences per micro-batch (or decode batch)
+    double q_len = 0;          // query tokens per sequence on this GPU
+    double kv_len = 0;         // keys each query row spans (before the causal cut)
+    double causal_fraction = 1;// fraction of the q x kv score matrix actually computed
+    int64_t tp = 1;
+    int64_t cp = 1;
+    int64_t ep = 1;
+    bool sequence_parallel = false;
+    double act_bytes = 2;      // bytes per activation element
+    double kv_bytes = 2;       // bytes per K/V element kept in the cache
+};
+
+struct LayerOps {
+    std::vector<Op> ops;
+    std::vector<CommOp> comms;
+};
+
+// One transformer block.
+LayerOps layer_ops(const ModelSpec& m, const LayerShape& s);
+// Token embedding (first pipeline stage).
+LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s);
+// Final norm, LM head and loss (last pipeline stage). `with_loss`: training only.
+LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss);
+
+// Tensor-parallel shard of the KV heads: replicated when there are fewer KV heads than ranks.
+double kv_heads_per_rank(const ModelSpec& m, int64_t tp);
+
+}  // namespace sm

@@ -1,0 +1,23 @@
+#pragma once
+#include <cstdint>
+
+namespace sm {
+
+enum class Recompute { none, selective, full };
+
+struct ParallelConfig {
+    int64_t tp = 1;
+    int64_t pp = 1;
+    int64_t dp = 1;
+    int64_t cp = 1;
+    int64_t ep = 1;   // expert parallelism, carved out of dp*cp
+    int64_t vp = 1;   // interleaved virtual stages per GPU
+    bool sequence_parallel = false;
+    int64_t microbatch = 1;
+    int64_t zero = 0;
+    Recompute recompute = Recompute::none;
+
+    [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
+};
+
+}  // namespace sm

@@ -1,0 +1,57 @@
+#include "training/block_cost.hpp"
+
+#include <algorithm>
+
+namespace sm {
+
+BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
+                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
+    BlockCost b;
+    double attn_fwd_s = 0, attn_bwd_s = 0;
+    for (const Op& op : ops.ops) {
+        const OpCost c = cost_op(op, sys, ctx);
+        b.fwd_s += c.fwd_s;
+        b.bwd_s += c.bwd_s;
+        b.fwd_flop += c.fwd_flop;
+        b.bwd_flop += c.bwd_flop;
+        b.model_flop += 3.0 * c.fwd_model_flop;
+        b.saved_bytes += op.saved_bytes + op.core_saved_bytes;
+        b.core_saved_bytes += op.core_saved_bytes;
+        const bool rerun = recompute == Recompute::full || (recompute == Recompute::selective && op.attention_core);
+        if (rerun) {
+            b.recompute_s += c.fwd_s;
+            b.recompute_flop += c.fwd_flop;
+        }
+        if (op.kind == OpKind::attention || op.kind == OpKind::batched_gemm) {
+            attn_fwd_s += c.fwd_s;
+            attn_bwd_s += c.bwd_s;
+        }
+    }
+    b.input_bytes = ops.ops.empty() ? 0 : ops.ops.front().saved_bytes;
+
+    // Overlappable traffic hides behind independent compute of its own pass: ring attention
+    // behind the attention of the previous chunk, TP gathers/reductions behind the other
+    // gradient GEMM (about half of the backward).
+    std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
+    for (const CommOp& c : ops.comms) {
+        const double one = collective_time_s(c.kind, c.bytes, spans.span[idx(c.group)], sys) * c.count;
+        const double reps = (recompute == Recompute::full && c.pass == Pass::fwd) ? 2.0 : 1.0;
+        const size_t g = idx(c.group);
+        b.comm_link_s[g] += one * reps;
+        if (c.overlappable) {
+            (c.pass == Pass::fwd ? hidden_fwd : hidden_bwd)[g] += one * reps;
+        } else {
+            const double hide = c.group == CommGroup::tp ? tp_overlap : 0.0;
+            b.comm_exposed_s[g] += one * reps * (1.0 - hide);
+        }
+    }
+    for (size_t g = 0; g < kGroups; ++g) {
+        const bool cp = g == idx(CommGroup::cp);
+        const double window_fwd = cp ? attn_fwd_s : 0.0;
+        const double window_bwd = cp ? attn_bwd_s : 0.5 * b.bwd_s;
+        b.comm_exposed_s[g] += std::max(0.0, hidden_fwd[g] - window_fwd) + std::max(0.0, hidden_bwd[g] - window_bwd);
+    }
+    return b;
+}
+
+}  // namespace sm

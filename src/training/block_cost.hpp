@@ -1,0 +1,49 @@
+#pragma once
+// Costs of one block of ops (a layer, the embedding, the head) for one micro-batch on one GPU.
+#include <array>
+
+#include "comm/collectives.hpp"
+#include "hardware/cost.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace sm {
+
+inline constexpr size_t kGroups = 5;  // indexed by CommGroup
+inline size_t idx(CommGroup g) { return static_cast<size_t>(g); }
+
+struct BlockCost {
+    double fwd_s = 0, bwd_s = 0, recompute_s = 0;   // compute, kernel latencies included
+    double fwd_flop = 0, bwd_flop = 0, recompute_flop = 0;
+    double model_flop = 0;                           // forward + backward, by convention
+    std::array<double, kGroups> comm_link_s{};       // time on the wire per group
+    std::array<double, kGroups> comm_exposed_s{};    // part not hidden behind compute
+    double saved_bytes = 0;       // activations kept for backward (no recompute)
+    double core_saved_bytes = 0;  // of which dropped by selective recompute
+    double input_bytes = 0;       // the block's input: all that full recompute keeps
+
+    [[nodiscard]] double exposed_comm_s() const {
+        double t = 0;
+        for (double x : comm_exposed_s) t += x;
+        return t;
+    }
+    [[nodiscard]] double total_s() const { return fwd_s + bwd_s + recompute_s + exposed_comm_s(); }
+    [[nodiscard]] double activation_bytes(Recompute r) const {
+        switch (r) {
+            case Recompute::none: return saved_bytes;
+            case Recompute::selective: return saved_bytes - core_saved_bytes;
+            case Recompute::full: return input_bytes;
+        }
+        return saved_bytes;
+    }
+};
+
+struct CommSpans {
+    std::array<GroupSpan, kGroups> span{};
+};
+
+// Cost a block: every op through cost_op, every collective through collective_time_s.
+// `tp_overlap` is the fraction of blocking TP traffic hidden by comm-GEMM overlap.
+BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
+                     const CommSpans& spans, Recompute recompute, double tp_overlap);
+
+}  // namespace sm

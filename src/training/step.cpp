@@ -1,0 +1,219 @@
+#include "training/step.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sm {
+
+namespace {
+
+double as_d(int64_t x) { return static_cast<double>(x); }
+
+CostContext training_context(const TrainingSpec& t) {
+    CostContext ctx;
+    ctx.math = t.precision;
+    ctx.act_bytes = bytes_per_element(activation_precision(t.precision));
+    ctx.operand_bytes = bytes_per_element(t.precision);
+    ctx.weight_bytes = ctx.operand_bytes;
+    ctx.kv_bytes = ctx.act_bytes;
+    return ctx;
+}
+
+// Weights as the framework stores them: bf16/fp16 (fp8 GEMMs cast from them), fp32 for fp32/tf32.
+double stored_weight_bytes(Precision p) { return bytes_per_element(activation_precision(p)); }
+
+// Parameters held by one GPU of the first and of the last pipeline stage.
+struct StageParams {
+    double first = 0, last = 0;
+};
+
+StageParams stage_params(const ModelSpec& m, const ParallelConfig& p) {
+    const ParamCount pc = count_params(m);
+    const double tp = as_d(p.tp);
+    const double layer = (pc.per_layer - pc.per_layer_experts) / tp + pc.per_layer_experts / (tp * as_d(p.ep));
+    const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));
+    const double embed = pc.embedding / tp;
+    // A tied output layer keeps its own copy of the word embedding on the last stage.
+    const double head = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
+    if (p.pp == 1) return {layers * layer + embed + head, layers * layer + embed + head};
+    return {layers * layer + embed, layers * layer + head};
+}
+
+}  // namespace
+
+LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t) {
+    LayerShape s;
+    s.batch = as_d(p.microbatch);
+    s.q_len = as_d(m.seq_len) / as_d(p.cp);
+    s.kv_len = as_d(m.seq_len);
+    // Causal attention computes the lower triangle (load-balanced across context-parallel ranks).
+    s.causal_fraction = m.causal ? 0.5 : 1.0;
+    s.tp = p.tp;
+    s.cp = p.cp;
+    s.ep = p.ep;
+    s.sequence_parallel = p.sequence_parallel && p.tp > 1;
+    s.act_bytes = bytes_per_element(activation_precision(t.precision));
+    s.kv_bytes = s.act_bytes;
+    return s;
+}
+
+CommSpans training_spans(const ParallelConfig& p, const SystemSpec& s) {
+    CommSpans c;
+    const int64_t d = s.scale_up_domain;
+    c.span[idx(CommGroup::tp)] = place_group(1, p.tp, d);
+    c.span[idx(CommGroup::cp)] = place_group(p.tp, p.cp, d);
+    c.span[idx(CommGroup::ep)] = place_group(p.tp * p.cp, p.ep, d);
+    c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, d);  // gradients reduce over dp x cp
+    c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, d);
+    return c;
+}
+
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
+    const LayerShape shape = training_shape(c.model, p, c.training);
+    const CostContext ctx = training_context(c.training);
+    const CommSpans spans = training_spans(p, c.system);
+    const double ov = c.training.tp_overlap;
+    LayerCosts out;
+    out.layer = cost_block(layer_ops(c.model, shape), c.system, ctx, spans, p.recompute, ov);
+    out.embedding = cost_block(embedding_ops(c.model, shape), c.system, ctx, spans, Recompute::none, ov);
+    out.head = cost_block(head_ops(c.model, shape, true), c.system, ctx, spans, Recompute::none, ov);
+    return out;
+}
+
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    const ModelSpec& m = c.model;
+    const SystemSpec& sys = c.system;
+    const TrainingSpec& t = c.training;
+    TrainResult r;
+    r.gpus = p.gpus();
+    const double mb = std::ceil(as_d(t.global_batch) / as_d(p.dp * p.microbatch));
+    r.microbatches = static_cast<int64_t>(mb);
+    const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));  // the fullest stage
+    const double pp = as_d(p.pp);
+    const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
+    const CommSpans spans = training_spans(p, sys);
+
+    // Per micro-batch on the slowest stage: the first holds the embedding, the last the head.
+    const BlockCost& L = lc.layer;
+    const BlockCost& first = lc.embedding;
+    const BlockCost& last = lc.head;
+    const bool single = p.pp == 1;
+    const double first_extra = first.total_s() + (single ? last.total_s() : 0.0);
+    const double last_extra = single ? first_extra : last.total_s();
+    const bool last_slower = last_extra > first_extra;
+    auto extra = [&](auto get) { return single ? get(first) + get(last) : get(last_slower ? last : first); };
+
+    const double compute_mb = layers * (L.fwd_s + L.bwd_s) + extra([](const BlockCost& b) { return b.fwd_s + b.bwd_s; });
+    const double recompute_mb = layers * L.recompute_s;
+    std::array<double, kGroups> exposed_mb{};
+    for (size_t g = 0; g < kGroups; ++g)
+        exposed_mb[g] = layers * L.comm_exposed_s[g] + extra([g](const BlockCost& b) { return b.comm_exposed_s[g]; });
+    double t_mb = compute_mb + recompute_mb;
+    for (double x : exposed_mb) t_mb += x;
+
+    TrainBreakdown& bd = r.breakdown;
+    bd.compute_s = mb * compute_mb;
+    bd.recompute_s = mb * recompute_mb;
+    bd.tp_comm_exposed_s = mb * exposed_mb[idx(CommGroup::tp)];
+    bd.cp_comm_exposed_s = mb * exposed_mb[idx(CommGroup::cp)];
+    bd.ep_comm_exposed_s = mb * exposed_mb[idx(CommGroup::ep)];
+    bd.bubble_s = (pp - 1.0) / vp * t_mb;
+    r.link.tp_s = mb * (layers * L.comm_link_s[idx(CommGroup::tp)] +
+                        extra([](const BlockCost& b) { return b.comm_link_s[idx(CommGroup::tp)]; }));
+    r.link.cp_s = mb * layers * L.comm_link_s[idx(CommGroup::cp)];
+    r.link.ep_s = mb * layers * L.comm_link_s[idx(CommGroup::ep)];
+
+    // Pipeline point-to-point: one activation forward and one gradient backward per micro-batch
+    // and virtual stage; the fill and drain add pp-1 more on the critical path.
+    if (p.pp > 1) {
+        const double sp = p.sequence_parallel ? as_d(p.tp) : 1.0;
+        const double bytes = as_d(p.microbatch) * as_d(m.seq_len) / as_d(p.cp) * as_d(m.hidden) *
+                             bytes_per_element(activation_precision(t.precision)) / sp;
+        const double hop = collective_time_s(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys);
+        r.link.pp_s = 2.0 * mb * vp * hop;
+        bd.pp_comm_exposed_s = (1.0 - t.pp_overlap) * 2.0 * (mb * vp + pp - 1.0) * hop;
+    }
+
+    // Data parallelism over dp x cp replicas: gradient reduction, parameter gathers (ZeRO).
+    const StageParams sp = stage_params(m, p);
+    const double params = std::max(sp.first, sp.last);
+    const double dpc = as_d(p.dp * p.cp);
+    const double wbytes = stored_weight_bytes(t.precision);
+    const double gbytes = bytes_per_element(t.grad_precision);
+    if (p.dp * p.cp > 1) {
+        const GroupSpan& g = spans.span[idx(CommGroup::dp)];
+        const double grads = params * gbytes;
+        const double weights = params * wbytes;
+        const double grad_s = collective_time_s(p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter, grads, g, sys);
+        const double gather_s = p.zero >= 1 ? collective_time_s(Collective::all_gather, weights, g, sys) : 0.0;
+        const double bwd_window = layers * L.bwd_s;
+        const double fwd_window = layers * L.fwd_s;
+        // Bucketed overlap: all but the last layer's bucket can hide behind backward compute.
+        auto hidden = [&](double link, double window) {
+            return t.dp_overlap ? std::max(link / layers, link - window) : link;
+        };
+        double exposed = hidden(grad_s, bwd_window);
+        double link = grad_s;
+        if (p.zero == 3) {  // weights gathered for forward and again for backward, every micro-batch
+            link += 2.0 * mb * gather_s;
+            exposed += mb * hidden(2.0 * gather_s, fwd_window + bwd_window);
+        } else if (p.zero >= 1) {  // updated shards gathered once, overlapped with the next forward
+            link += gather_s;
+            exposed += hidden(gather_s, fwd_window);
+        }
+        r.link.dp_s = link;
+        bd.dp_comm_exposed_s = exposed;
+    }
+
+    // Adam: memory-bound over the local shard: read grads, read/write master weights and both
+    // moments, write the working copy.
+    const double opt_shard = p.zero >= 1 ? dpc : 1.0;
+    const double local = params / opt_shard;
+    bd.optimizer_s = memory_time_s(local * (gbytes + 2.0 * t.optimizer_state_bytes_per_param + wbytes), sys);
+
+    r.step_time_s = bd.sum();
+    const double tokens = as_d(t.global_batch) * as_d(m.seq_len);
+    r.tokens_per_s = tokens / r.step_time_s;
+    r.tokens_per_s_per_gpu = r.tokens_per_s / as_d(r.gpus);
+
+    // FLOP: per-GPU block FLOP x (tp x cp) = one micro-batch's, over mb x dp micro-batches.
+    const double shards = as_d(p.tp * p.cp);
+    const double per_mb = (as_d(m.layers) * L.model_flop + first.model_flop + last.model_flop) * shards;
+    r.model_flop_per_step = per_mb * mb * as_d(p.dp);
+    const double recompute_flop = as_d(m.layers) * L.recompute_flop * shards * mb * as_d(p.dp);
+    const double peak = sys.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
+    r.mfu = peak > 0 ? r.model_flop_per_step / peak : 0;
+    r.hfu = peak > 0 ? (r.model_flop_per_step + recompute_flop) / peak : 0;
+    r.params_total = count_params(m).total(m.layers);
+
+    // Memory of the first and last stages; the larger is the peak.
+    const double in_flight = std::min(pp, mb);
+    const double interleave = p.vp > 1 && p.pp > 1 ? 1.0 + (pp - 1.0) / (pp * as_d(p.vp)) : 1.0;
+    const double act_layer = L.activation_bytes(p.recompute);
+    const double working = p.recompute == Recompute::full ? L.saved_bytes : 0.0;  // one layer rebuilt
+    const double overhead = t.framework_overhead_bytes + t.comm_buffer_bytes;
+    auto stage_memory = [&](double stage_params_n, double act) {
+        TrainMemory mem;
+        mem.weights_bytes = stage_params_n * wbytes / (p.zero == 3 ? dpc : 1.0);
+        mem.gradients_bytes = stage_params_n * gbytes / (p.zero >= 2 ? dpc : 1.0);
+        mem.optimizer_bytes = stage_params_n * t.optimizer_state_bytes_per_param / opt_shard;
+        mem.activations_bytes = act;
+        mem.overhead_bytes = overhead;
+        mem.peak_bytes_per_gpu = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + act + overhead;
+        return mem;
+    };
+    const double act_first = layers * act_layer * in_flight * interleave + first.saved_bytes * in_flight + working +
+                             (single ? last.saved_bytes : 0.0);
+    const double act_last = layers * act_layer + last.saved_bytes + working;
+    const TrainMemory m_first = stage_memory(sp.first, act_first);
+    const TrainMemory m_last = stage_memory(sp.last, act_last);
+    r.memory = m_first.peak_bytes_per_gpu >= m_last.peak_bytes_per_gpu ? m_first : m_last;
+    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= sys.accel.memory_bytes;
+    return r;
+}
+
+TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p) {
+    return assemble_step(c, p, cost_layers(c, p));
+}
+
+}  // namespace sm
