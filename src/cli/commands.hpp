@@ -7,6 +7,7 @@ namespace sm::cli {
 // Each registers its subcommand on `app` and returns a runner to call if it was chosen.
 using Runner = std::function<int()>;
 Runner add_train(CLI::App& app);
+Runner add_search(CLI::App& app);
 Runner add_validate(CLI::App& app);
 Runner add_presets(CLI::App& app);
 

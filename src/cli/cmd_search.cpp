@@ -1,0 +1,317 @@
+// `scalemodel search`: the best parallel layouts of a scenario for one GPU count, or the best
+// layout per GPU count (the scaling curve) when --gpus is a list or a range.
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "search/search.hpp"
+
+namespace sm::cli {
+
+namespace {
+
+// Ctrl-C: the handler may only touch lock-free static storage, so this flag is the one piece
+// of process-wide state; the search reads it through SearchOptions::stop. SA_RESETHAND makes
+// a second Ctrl-C kill the program the usual way.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+struct SigintGuard {
+    struct sigaction old {};
+    SigintGuard() {
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGINT, &sa, &old);
+    }
+    ~SigintGuard() { sigaction(SIGINT, &old, nullptr); }
+    SigintGuard(const SigintGuard&) = delete;
+    SigintGuard& operator=(const SigintGuard&) = delete;
+};
+
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
+
+std::string_view recompute_word(Recompute r) {
+    return r == Recompute::full ? "full" : r == Recompute::selective ? "selective" : "none";
+}
+
+std::string count(int64_t n) {
+    std::string s = std::to_string(n), o;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (i && (s.size() - i) % 3 == 0) o += ',';
+        o += s[i];
+    }
+    return o;
+}
+
+std::string rate(double per_s) {
+    if (per_s >= 1e6) return fmt::format("{:.2f} M", per_s / 1e6);
+    if (per_s >= 1e3) return fmt::format("{:.1f} k", per_s / 1e3);
+    return fmt::format("{:.0f} ", per_s);
+}
+
+// What a score means to a person: the objective's own value and unit.
+std::string score_text(Objective o, double score) {
+    switch (o) {
+        case Objective::step_time: return "step " + seconds(score);
+        case Objective::tokens_per_s_per_gpu: return fmt::format("{:.1f} tokens/s/GPU", -score);
+        case Objective::mfu: return fmt::format("MFU {:.1f}%", -100 * score);
+    }
+    return "";
+}
+
+// One line on a terminal's stderr, redrawn in place.
+ProgressFn progress_bar(Objective obj, int64_t gpus) {
+    return [obj, gpus](const SearchProgress& p) {
+        const double frac = p.total > 0 ? std::min(1.0, static_cast<double>(p.done) / static_cast<double>(p.total)) : 0.0;
+        constexpr int kWidth = 24;
+        const int filled = static_cast<int>(frac * kWidth);
+        const double per_s = p.elapsed_s > 0 ? static_cast<double>(p.done) / p.elapsed_s : 0.0;
+        const double left_s = p.done > 0 ? p.elapsed_s * static_cast<double>(p.total - p.done) / static_cast<double>(p.done) : 0.0;
+        std::cerr << fmt::format("\r\033[K{} GPUs [{}{}] {:3.0f}%  {}/{} layouts  {}layouts/s  best {}  ~{:.1f} s left", gpus,
+                                 std::string(static_cast<size_t>(filled), '#'), std::string(static_cast<size_t>(kWidth - filled), '.'),
+                                 100 * frac, count(p.done), count(p.total), rate(per_s),
+                                 p.have_best ? score_text(obj, p.best_score) : std::string("-"), left_s)
+                  << std::flush;
+    };
+}
+
+void clear_progress() { std::cerr << "\r\033[K" << std::flush; }
+
+Scenario with_layout(const Scenario& s, const ParallelConfig& p) {
+    Scenario out = s;
+    out.parallel = p;
+    return out;
+}
+
+Json hit_json(const Scenario& s, const SearchHit& h, double tokens) {
+    Json j = train_json(with_layout(s, h.layout), h.result);
+    if (tokens > 0) j["training_days"] = tokens / h.result.tokens_per_s / 86400.0;
+    return j;
+}
+
+Json stats_json(const SearchStats& st) {
+    return Json{{"evaluated", st.evaluated},
+                {"feasible", st.feasible},
+                {"elapsed_s", st.elapsed_s},
+                {"candidates", st.candidates},
+                {"pruned", {{"network_domain", st.pruned_domain}, {"memory", st.pruned_memory}}},
+                {"layer_costings", st.layer_costings},
+                {"evaluations_per_s", st.elapsed_s > 0 ? static_cast<double>(st.evaluated) / st.elapsed_s : 0.0},
+                {"threads", st.threads},
+                {"interrupted", st.interrupted}};
+}
+
+std::string held_text(const std::set<std::string>& given, const Json& par) {
+    std::string o;
+    for (const std::string& k : given) o += (o.empty() ? "" : ", ") + k + "=" + par[k].dump();
+    return o.empty() ? "nothing (every field searched)" : o;
+}
+
+std::string header_text(const Scenario& s, const SearchOptions& o, double tokens) {
+    std::string t = fmt::format("Layout search: {} ({:.1f}B params) on {} ({}), global batch {} x {} tokens, {}\n", s.model.name,
+                                count_params(s.model).total(s.model.layers) / 1e9, s.system.accel.name, s.system.name,
+                                s.training.global_batch, s.model.seq_len, to_string(s.training.precision));
+    t += fmt::format("Objective: {}   held fixed: {}\n", to_string(o.objective), held_text(s.parallel_given, parallel_json(s.parallel)));
+    if (tokens > 0) t += fmt::format("Token budget: {:.4g} tokens\n", tokens);
+    return t;
+}
+
+std::string stats_text(const SearchStats& st, const SystemSpec& sys) {
+    const double per_s = st.elapsed_s > 0 ? static_cast<double>(st.evaluated) / st.elapsed_s : 0.0;
+    std::string t = fmt::format("Searched {} valid layouts in {:.3f} s: {} costed ({}layouts/s on {} threads, {} per-layer costings), {} fit in memory",
+                                count(st.candidates), st.elapsed_s, count(st.evaluated), rate(per_s), st.threads,
+                                count(st.layer_costings), count(st.feasible));
+    t += fmt::format("; pruned {} (tp beyond the {}-GPU scale-up domain) and {} (weights + optimizer state alone overflow memory)\n",
+                     count(st.pruned_domain), sys.scale_up_domain, count(st.pruned_memory));
+    if (st.interrupted) t += "INTERRUPTED: the best found so far.\n";
+    return t;
+}
+
+std::string table_header(bool with_gpus, bool with_days) {
+    return fmt::format("\n {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10} {:>6} {:>10}{}\n", "#",
+                       with_gpus ? fmt::format("{:>6} ", "gpus") : "", "tp", "pp", "dp", "cp", "ep", "vp", "SP", "mb", "ZeRO",
+                       "recompute", "step time", "tok/s/GPU", "MFU", "memory", with_days ? fmt::format(" {:>8}", "days") : "");
+}
+
+std::string table_row(size_t rank, const SearchHit& h, bool with_gpus, double tokens) {
+    const ParallelConfig& p = h.layout;
+    const TrainResult& r = h.result;
+    return fmt::format(" {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10.1f} {:>5.1f}% {:>10}{}\n", rank,
+                       with_gpus ? fmt::format("{:>6} ", r.gpus) : "", p.tp, p.pp, p.dp, p.cp, p.ep, p.vp,
+                       p.sequence_parallel ? "on" : "-", p.microbatch, p.zero, recompute_word(p.recompute), seconds(r.step_time_s),
+                       r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.memory.peak_bytes_per_gpu),
+                       tokens > 0 ? fmt::format(" {:>8.1f}", tokens / r.tokens_per_s / 86400.0) : "");
+}
+
+std::string csv_of(const Json& results) {
+    if (results.empty()) return "";
+    std::string o = csv_header(results.front());
+    for (const Json& r : results) o += csv_row(r);
+    return o;
+}
+
+}  // namespace
+
+Runner add_search(CLI::App& app) {
+    struct Opts {
+        std::string scenario;
+        std::vector<std::string> sets;
+        std::string gpus;
+        size_t top = 10;
+        unsigned threads = 0;
+        std::string objective = "step_time";
+        std::string format = "text";
+        double tokens = 0;
+        bool cross_domain_tp = false;
+        bool no_progress = false;
+    };
+    auto o = std::make_shared<Opts>();
+    CLI::App* cmd = app.add_subcommand("search", "Find the best parallel layouts (or the best per GPU count)");
+    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin; fields given in `parallel` are held fixed")
+        ->required();
+    cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
+    cmd->add_option("--gpus", o->gpus,
+                    "GPU count, list (1024,2048) or range START:STOP[:xF|:+S] (256:16384:x2) for a scaling curve "
+                    "(default: tp*pp*dp*cp when all four are given)");
+    cmd->add_option("--top", o->top, "results to keep")->check(CLI::Range(size_t{1}, size_t{10000}));
+    cmd->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::Range(1u, 1024u));
+    cmd->add_option("--objective", o->objective, "what 'best' means")
+        ->check(CLI::IsMember({"step_time", "tokens_per_s_per_gpu", "mfu"}));
+    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_option("--tokens", o->tokens, "token budget: also report training days (e.g. 300e9)")
+        ->check(CLI::Range(1.0, 1e18));
+    cmd->add_flag("--cross-domain-tp", o->cross_domain_tp, "also search tensor parallelism beyond one scale-up domain");
+    cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
+    return [cmd, o]() -> int {
+        if (!cmd->parsed()) return -1;
+        auto loaded = load(o->scenario, o->sets, Purpose::search);
+        if (!loaded) return bad_input(loaded.error());
+        const Scenario& s = *loaded;
+        const std::set<std::string>& given = s.parallel_given;
+
+        std::vector<int64_t> counts;
+        if (!o->gpus.empty()) {
+            auto parsed = parse_gpu_counts(o->gpus);
+            if (!parsed) return bad_input(parsed.error());
+            counts = parsed.value();
+        } else if (given.count("tp") && given.count("pp") && given.count("dp") && given.count("cp")) {
+            counts = {s.parallel.gpus()};
+        } else {
+            return bad_input({"--gpus", "nothing",
+                              "a GPU count (4096), a list or a range (256:16384:x2); required unless parallel.tp, pp, dp and cp are all given"});
+        }
+
+        SearchOptions opt;
+        opt.top_k = o->top;
+        opt.threads = o->threads > 0 ? o->threads : std::max(1u, std::thread::hardware_concurrency());
+        opt.objective = *parse_objective(o->objective);
+        opt.tp_within_domain = !o->cross_domain_tp;
+        opt.stop = &g_interrupted;
+        const bool bar = !o->no_progress && isatty(STDERR_FILENO);
+        const TrainContext ctx{s.model, s.system, s.training};
+        const bool curve = counts.size() > 1;
+        const Format fmt_out = parse_format(o->format);
+
+        g_interrupted.store(false);
+        SigintGuard guard;
+        std::vector<std::pair<int64_t, SearchResult>> runs;
+        for (int64_t n : counts) {
+            opt.gpus = n;
+            SearchResult r = search_layouts(ctx, constraints_from(s.parallel, given), opt,
+                                            bar ? progress_bar(opt.objective, n) : ProgressFn{});
+            if (bar) clear_progress();
+            const bool stopped = r.stats.interrupted;
+            runs.emplace_back(n, std::move(r));
+            if (stopped) break;
+        }
+        const bool interrupted = runs.back().second.stats.interrupted;
+
+        if (!curve) {
+            const SearchResult& r = runs.front().second;
+            if (r.stats.candidates == 0)
+                return bad_input({"--gpus", std::to_string(counts.front()),
+                                  fmt::format("no valid layout of this many GPUs for {} with global batch {} and {} held fixed",
+                                              s.model.name, s.training.global_batch, held_text(given, parallel_json(s.parallel)))});
+            if (r.best.empty() && !interrupted)
+                std::cerr << "scalemodel: warning: none of the " << count(r.stats.evaluated) << " layouts costed fits in "
+                          << gib(s.system.accel.memory_bytes) << " per GPU"
+                          << (r.stats.pruned_memory ? fmt::format(" ({} more pruned by memory)", count(r.stats.pruned_memory)) : "")
+                          << "\n";
+            Json results = Json::array();
+            for (const SearchHit& h : r.best) results.push_back(hit_json(s, h, o->tokens));
+            Json doc = stats_json(r.stats);
+            doc["gpus"] = counts.front();
+            doc["objective"] = to_string(opt.objective);
+            doc["results"] = results;
+            int rc = kExitOk;
+            switch (fmt_out) {
+                case Format::json: rc = emit_json(doc); break;
+                case Format::csv: rc = emit_checked(doc, csv_of(results)); break;
+                case Format::text: {
+                    std::string t = header_text(s, opt, o->tokens) + stats_text(r.stats, s.system);
+                    if (!r.best.empty()) {
+                        t += table_header(false, o->tokens > 0);
+                        for (size_t i = 0; i < r.best.size(); ++i) t += table_row(i + 1, r.best[i], false, o->tokens);
+                        t += "\nThe best layout in detail:\n\n" + train_text(with_layout(s, r.best.front().layout), r.best.front().result);
+                    }
+                    rc = emit_checked(doc, t);
+                }
+            }
+            return interrupted && rc == kExitOk ? kExitInterrupted : rc;
+        }
+
+        // The scaling curve: the best layout per GPU count.
+        SearchStats total;
+        Json scaling = Json::array(), results = Json::array();
+        std::string rows;
+        for (const auto& [n, r] : runs) {
+            total.candidates += r.stats.candidates;
+            total.pruned_domain += r.stats.pruned_domain;
+            total.pruned_memory += r.stats.pruned_memory;
+            total.evaluated += r.stats.evaluated;
+            total.feasible += r.stats.feasible;
+            total.layer_costings += r.stats.layer_costings;
+            total.elapsed_s += r.stats.elapsed_s;
+            Json entry = stats_json(r.stats);
+            entry["gpus"] = n;
+            entry["found"] = !r.best.empty();
+            scaling.push_back(entry);
+            if (r.best.empty()) {
+                rows += fmt::format(" {:>3} {:>6}  {}\n", "-", n,
+                                    r.stats.candidates == 0 ? "no valid layout" : "no layout fits in memory");
+                continue;
+            }
+            results.push_back(hit_json(s, r.best.front(), o->tokens));
+            rows += table_row(results.size(), r.best.front(), true, o->tokens);
+        }
+        total.threads = opt.threads;
+        total.interrupted = interrupted;
+        Json doc = stats_json(total);
+        doc["objective"] = to_string(opt.objective);
+        doc["gpus"] = counts;
+        if (o->tokens > 0) doc["tokens"] = o->tokens;
+        doc["scaling"] = scaling;
+        doc["results"] = results;
+        int rc = kExitOk;
+        switch (fmt_out) {
+            case Format::json: rc = emit_json(doc); break;
+            case Format::csv: rc = emit_checked(doc, csv_of(results)); break;
+            case Format::text:
+                rc = emit_checked(doc, header_text(s, opt, o->tokens) + stats_text(total, s.system) +
+                                           "\nThe best layout per GPU count:\n" + table_header(true, o->tokens > 0) + rows);
+        }
+        return interrupted && rc == kExitOk ? kExitInterrupted : rc;
+    };
+}
+
+}  // namespace sm::cli

@@ -1,0 +1,389 @@
+#include "search/search.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace sm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kMaxSearchGpus = int64_t{1} << 24;
+constexpr size_t kMaxGpuCounts = 256;
+
+std::vector<int64_t> divisors(int64_t n) {
+    std::vector<int64_t> low, high;
+    for (int64_t d = 1; d * d <= n; ++d)
+        if (n % d == 0) {
+            low.push_back(d);
+            if (d != n / d) high.push_back(n / d);
+        }
+    low.insert(low.end(), high.rbegin(), high.rend());
+    return low;
+}
+
+bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || *fixed == v; }
+
+// How the GPUs are cut, without the per-micro-batch and schedule choices: one entry per
+// (tp, cp, ep, pp) with dp = gpus / (tp cp pp). Grouped by (tp, cp, ep) so a task (one
+// layer key) walks a contiguous range.
+struct Shape {
+    int64_t tp, cp, ep, pp, dp;
+    size_t vp_begin, vp_count;               // into Plan::vps
+    std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
+};
+
+// One layer key: everything cost_layers depends on. Its layouts are the shapes in
+// [shape_begin, shape_end) whose dp admits the micro-batch, times ZeRO stages, times vp.
+struct Task {
+    size_t shape_begin, shape_end;
+    bool sp;
+    Recompute recompute;
+    int64_t microbatch;
+    int64_t layouts;
+};
+
+struct Plan {
+    std::vector<Shape> shapes;
+    std::vector<int64_t> vps;
+    std::vector<int64_t> zeros;
+    std::vector<Task> tasks;
+    int64_t candidates = 0, pruned_domain = 0;
+};
+
+bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
+    return (global_batch / s.dp) % microbatch == 0;
+}
+
+// A lower bound on every layout of this shape and ZeRO stage: the step model with zero
+// per-layer costs keeps weights, gradients, optimizer state and fixed overheads, the parts
+// no micro-batch, schedule or recompute choice changes; activations only add to it.
+double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero) {
+    ParallelConfig p;
+    p.tp = s.tp;
+    p.cp = s.cp;
+    p.ep = s.ep;
+    p.pp = s.pp;
+    p.dp = s.dp;
+    p.zero = zero;
+    p.microbatch = 1;
+    p.recompute = Recompute::full;
+    p.sequence_parallel = s.tp > 1;
+    return assemble_step(c, p, LayerCosts{}).memory.peak_bytes_per_gpu;
+}
+
+Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOptions& o) {
+    const ModelSpec& m = c.model;
+    const int64_t n = o.gpus;
+    const int64_t gb = c.training.global_batch;
+    Plan plan;
+    for (int64_t z = 0; z <= 3; ++z)
+        if (allowed(f.zero, z)) plan.zeros.push_back(z);
+    const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
+    const int64_t ffn = m.moe.enabled() ? m.moe.expert_ffn_hidden : m.ffn_hidden;
+
+    struct Group {
+        size_t begin, end;
+    };
+    std::vector<Group> groups;
+    for (int64_t tp : divisors(n)) {
+        // The tensor-parallel rules of `scalemodel train` (check_tensor_parallel).
+        if (!allowed(f.tp, tp) || m.heads % tp != 0 || ffn % tp != 0) continue;
+        if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) continue;
+        for (int64_t cp : divisors(n / tp)) {
+            if (!allowed(f.cp, cp) || m.seq_len % cp != 0) continue;
+            for (int64_t ep : expert_degrees) {
+                if (!allowed(f.ep, ep)) continue;
+                const size_t begin = plan.shapes.size();
+                for (int64_t pp : divisors(n / (tp * cp))) {
+                    const int64_t dp = n / (tp * cp * pp);
+                    if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || m.layers % pp != 0 || gb % dp != 0) continue;
+                    if ((dp * cp) % ep != 0) continue;
+                    Shape s{tp, cp, ep, pp, dp, plan.vps.size(), 0, {}};
+                    for (int64_t vp : divisors(m.layers / pp))
+                        if (allowed(f.vp, vp) && (vp == 1 || pp > 1)) plan.vps.push_back(vp);
+                    s.vp_count = plan.vps.size() - s.vp_begin;
+                    if (s.vp_count == 0) continue;
+                    for (int64_t z : plan.zeros) s.static_bytes[static_cast<size_t>(z)] = static_memory_bytes(c, s, z);
+                    plan.shapes.push_back(s);
+                }
+                if (plan.shapes.size() > begin) groups.push_back({begin, plan.shapes.size()});
+            }
+        }
+    }
+
+    const std::vector<int64_t> microbatches = divisors(gb);
+    const auto n_zero = static_cast<int64_t>(plan.zeros.size());
+    for (const Group& g : groups) {
+        const int64_t tp = plan.shapes[g.begin].tp;
+        // Sequence parallelism splits the tensor-parallel group's activations: no-op at tp 1.
+        for (bool sp : {false, true}) {
+            if (f.sequence_parallel ? *f.sequence_parallel != sp : (sp && tp == 1)) continue;
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+                if (f.recompute && *f.recompute != rc) continue;
+                for (int64_t mb : microbatches) {
+                    if (!allowed(f.microbatch, mb)) continue;
+                    Task t{g.begin, g.end, sp, rc, mb, 0};
+                    for (size_t i = g.begin; i < g.end; ++i)
+                        if (admits(plan.shapes[i], gb, mb)) t.layouts += n_zero * static_cast<int64_t>(plan.shapes[i].vp_count);
+                    if (t.layouts == 0) continue;
+                    plan.candidates += t.layouts;
+                    if (o.tp_within_domain && tp > c.system.scale_up_domain) {
+                        plan.pruned_domain += t.layouts;
+                        continue;
+                    }
+                    plan.tasks.push_back(t);
+                }
+            }
+        }
+    }
+    return plan;
+}
+
+// The best K of one worker, best first. Storage reserved up front: offering allocates nothing.
+class TopK {
+public:
+    explicit TopK(size_t k) : k_(k) { hits_.reserve(k + 1); }
+    [[nodiscard]] bool wants(double score) const { return hits_.size() < k_ || score <= hits_.back().score; }
+    void offer(const SearchHit& h) {
+        if (hits_.size() == k_) {
+            if (!hit_before(h, hits_.back())) return;
+            hits_.pop_back();
+        }
+        hits_.insert(std::upper_bound(hits_.begin(), hits_.end(), h, hit_before), h);
+    }
+    [[nodiscard]] const std::vector<SearchHit>& hits() const { return hits_; }
+
+private:
+    size_t k_;
+    std::vector<SearchHit> hits_;
+};
+
+// Everything one thread writes, on its own cache lines. The atomics are published once per
+// task for the progress bar; the counters themselves are private.
+struct alignas(64) Worker {
+    explicit Worker(size_t k) : top(k) {}
+    TopK top;
+    SearchStats stats;
+    std::atomic<int64_t> done{0};
+    std::atomic<double> best{std::numeric_limits<double>::infinity()};
+};
+
+void run_task(const TrainContext& c, const Plan& plan, const Task& t, Objective obj, Worker& w,
+              const std::atomic<bool>* stop) {
+    const int64_t gb = c.training.global_batch;
+    const double capacity = c.system.accel.memory_bytes;
+    ParallelConfig p;
+    p.sequence_parallel = t.sp;
+    p.recompute = t.recompute;
+    p.microbatch = t.microbatch;
+    std::optional<LayerCosts> costs;  // one cost_layers per key, only if some layout needs it
+    for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
+        const Shape& s = plan.shapes[i];
+        if (!admits(s, gb, t.microbatch)) continue;
+        if (stop && stop->load(std::memory_order_relaxed)) return;
+        p.tp = s.tp;
+        p.cp = s.cp;
+        p.ep = s.ep;
+        p.pp = s.pp;
+        p.dp = s.dp;
+        for (int64_t z : plan.zeros) {
+            if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
+                w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
+                continue;
+            }
+            p.zero = z;
+            if (!costs) {
+                costs = cost_layers(c, p);
+                ++w.stats.layer_costings;
+            }
+            for (size_t v = 0; v < s.vp_count; ++v) {
+                p.vp = plan.vps[s.vp_begin + v];
+                const TrainResult r = assemble_step(c, p, *costs);
+                ++w.stats.evaluated;
+                if (!r.fits_in_memory) continue;
+                ++w.stats.feasible;
+                const double score = objective_score(obj, r);
+                if (w.top.wants(score)) w.top.offer({p, r, score});
+            }
+        }
+    }
+}
+
+}  // namespace
+
+std::optional<Objective> parse_objective(std::string_view s) {
+    for (Objective o : {Objective::step_time, Objective::tokens_per_s_per_gpu, Objective::mfu})
+        if (s == to_string(o)) return o;
+    return std::nullopt;
+}
+
+std::string_view to_string(Objective o) {
+    switch (o) {
+        case Objective::step_time: return "step_time";
+        case Objective::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
+        case Objective::mfu: return "mfu";
+    }
+    return "step_time";
+}
+
+double objective_score(Objective o, const TrainResult& r) {
+    switch (o) {
+        case Objective::step_time: return r.step_time_s;
+        case Objective::tokens_per_s_per_gpu: return -r.tokens_per_s_per_gpu;
+        case Objective::mfu: return -r.mfu;
+    }
+    return r.step_time_s;
+}
+
+bool layout_before(const ParallelConfig& a, const ParallelConfig& b) {
+    auto key = [](const ParallelConfig& p) {
+        return std::tuple(p.tp, p.pp, p.dp, p.cp, p.ep, p.vp, p.sequence_parallel, p.microbatch, p.zero,
+                          static_cast<int>(p.recompute));
+    };
+    return key(a) < key(b);
+}
+
+bool hit_before(const SearchHit& a, const SearchHit& b) {
+    if (a.score != b.score) return a.score < b.score;
+    return layout_before(a.layout, b.layout);
+}
+
+LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given) {
+    LayoutConstraints f;
+    auto held = [&](const char* k) { return given.count(k) > 0; };
+    if (held("tp")) f.tp = p.tp;
+    if (held("pp")) f.pp = p.pp;
+    if (held("dp")) f.dp = p.dp;
+    if (held("cp")) f.cp = p.cp;
+    if (held("ep")) f.ep = p.ep;
+    if (held("vp")) f.vp = p.vp;
+    if (held("microbatch")) f.microbatch = p.microbatch;
+    if (held("zero")) f.zero = p.zero;
+    if (held("sequence_parallel")) f.sequence_parallel = p.sequence_parallel;
+    if (held("recompute")) f.recompute = p.recompute;
+    return f;
+}
+
+SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
+                            const ProgressFn& progress) {
+    const Clock::time_point start = Clock::now();
+    auto since = [&start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    const Plan plan = make_plan(c, fixed, o);
+    const unsigned n_threads = std::max(1u, o.threads);
+    const size_t k = std::max<size_t>(1, o.top_k);
+
+    std::vector<std::unique_ptr<Worker>> workers;
+    for (unsigned i = 0; i < n_threads; ++i) workers.push_back(std::make_unique<Worker>(k));
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    unsigned finished = 0;
+    auto work = [&](Worker& w) {
+        for (size_t i = next.fetch_add(1); i < plan.tasks.size(); i = next.fetch_add(1)) {
+            if (o.stop && o.stop->load(std::memory_order_relaxed)) break;
+            run_task(c, plan, plan.tasks[i], o.objective, w, o.stop);
+            w.done.store(w.stats.evaluated + w.stats.pruned_memory, std::memory_order_relaxed);
+            if (!w.top.hits().empty()) w.best.store(w.top.hits().front().score, std::memory_order_relaxed);
+        }
+        std::lock_guard lock(mu);
+        ++finished;
+        cv.notify_all();
+    };
+    std::vector<std::thread> threads;
+    for (auto& w : workers) threads.emplace_back(work, std::ref(*w));
+    {
+        std::unique_lock lock(mu);
+        while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == n_threads; })) {
+            if (!progress) continue;
+            SearchProgress pr;
+            pr.total = plan.candidates - plan.pruned_domain;
+            pr.best_score = std::numeric_limits<double>::infinity();
+            for (const auto& w : workers) {
+                pr.done += w->done.load(std::memory_order_relaxed);
+                pr.best_score = std::min(pr.best_score, w->best.load(std::memory_order_relaxed));
+            }
+            pr.have_best = pr.best_score < std::numeric_limits<double>::infinity();
+            if (!pr.have_best) pr.best_score = 0;
+            pr.elapsed_s = since();
+            lock.unlock();
+            progress(pr);
+            lock.lock();
+        }
+    }
+    for (auto& t : threads) t.join();
+
+    SearchResult out;
+    SearchStats& st = out.stats;
+    st.candidates = plan.candidates;
+    st.pruned_domain = plan.pruned_domain;
+    st.threads = n_threads;
+    for (const auto& w : workers) {
+        st.pruned_memory += w->stats.pruned_memory;
+        st.evaluated += w->stats.evaluated;
+        st.feasible += w->stats.feasible;
+        st.layer_costings += w->stats.layer_costings;
+        out.best.insert(out.best.end(), w->top.hits().begin(), w->top.hits().end());
+    }
+    std::sort(out.best.begin(), out.best.end(), hit_before);
+    if (out.best.size() > k) out.best.resize(k);
+    st.interrupted = o.stop && o.stop->load();
+    st.elapsed_s = since();
+    return out;
+}
+
+Expected<std::vector<int64_t>> parse_gpu_counts(std::string_view text) {
+    const std::string given = "\"" + std::string(text) + "\"";
+    const InputError bad{"--gpus", given,
+                         fmt::format("a GPU count (4096), a list (1024,2048,4096) or a range START:STOP[:xFACTOR|:+STEP] "
+                                     "(256:16384:x2), counts from 1 to {}, at most {} of them",
+                                     kMaxSearchGpus, kMaxGpuCounts)};
+    auto number = [](std::string_view s) -> std::optional<int64_t> {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || end != s.data() + s.size() || v < 1 || v > kMaxSearchGpus) return std::nullopt;
+        return v;
+    };
+    std::vector<int64_t> out;
+    if (text.find(':') != std::string_view::npos) {
+        std::vector<std::string_view> parts;
+        for (size_t from = 0;;) {
+            const size_t colon = text.find(':', from);
+            parts.push_back(text.substr(from, colon == std::string_view::npos ? std::string_view::npos : colon - from));
+            if (colon == std::string_view::npos) break;
+            from = colon + 1;
+        }
+        if (parts.size() < 2 || parts.size() > 3) return bad;
+        const auto lo = number(parts[0]), hi = number(parts[1]);
+        if (!lo || !hi || *hi < *lo) return bad;
+        const std::string_view step = parts.size() == 3 ? parts[2] : std::string_view("x2");
+        if (step.size() < 2 || (step[0] != 'x' && step[0] != '+')) return bad;
+        const auto by = number(step.substr(1));
+        if (!by || (step[0] == 'x' && *by < 2)) return bad;
+        for (int64_t g = *lo; g <= *hi; g = step[0] == 'x' ? g * *by : g + *by) {
+            if (out.size() == kMaxGpuCounts) return bad;
+            out.push_back(g);
+        }
+    } else {
+        for (size_t from = 0;;) {
+            const size_t comma = text.find(',', from);
+            const auto v = number(text.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
+            if (!v || out.size() == kMaxGpuCounts) return bad;
+            out.push_back(*v);
+            if (comma == std::string_view::npos) break;
+            from = comma + 1;
+        }
+    }
+    return out;
+}
+
+}  // namespace sm

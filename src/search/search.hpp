@@ -1,0 +1,95 @@
+#pragma once
+// Layout search: every valid parallel layout of a GPU count, pruned by divisibility, the
+// network-domain rule and a memory lower bound, costed in parallel, the best K kept.
+//
+// Speed comes from the split of the step model: cost_layers (op list, roofline, collectives:
+// ~1 us) depends only on how one layer is cut, (tp, cp, ep, sp, micro-batch, recompute), so it
+// runs once per such key; assemble_step (~0.1 us) runs once per layout. Work is split into
+// tasks, one per layer key; threads pull tasks, keep their own counters and top-K, and the
+// results are merged under a total order, so the answer does not depend on the thread count.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "training/step.hpp"
+
+namespace sm {
+
+enum class Objective { step_time, tokens_per_s_per_gpu, mfu };
+
+std::optional<Objective> parse_objective(std::string_view s);
+std::string_view to_string(Objective o);
+// Lower is better: step time as is, throughput and MFU negated.
+double objective_score(Objective o, const TrainResult& r);
+
+// The layout fields the user fixed in the scenario's `parallel` section; nullopt: searched.
+struct LayoutConstraints {
+    std::optional<int64_t> tp, pp, dp, cp, ep, vp, microbatch, zero;
+    std::optional<bool> sequence_parallel;
+    std::optional<Recompute> recompute;
+};
+LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);
+
+struct SearchOptions {
+    int64_t gpus = 1;
+    size_t top_k = 10;
+    unsigned threads = 1;
+    Objective objective = Objective::step_time;
+    // Network-domain rule: tensor parallelism stays inside one scale-up domain. Its per-layer
+    // blocking collectives over the scale-out network never win; off: search them too.
+    bool tp_within_domain = true;
+    // Set (e.g. by a SIGINT handler) to stop early; the result then holds the best so far.
+    const std::atomic<bool>* stop = nullptr;
+};
+
+struct SearchProgress {
+    int64_t done = 0;    // layouts evaluated or pruned by memory
+    int64_t total = 0;   // layouts left after the divisibility and domain rules
+    double best_score = 0;
+    bool have_best = false;
+    double elapsed_s = 0;
+};
+// Called from the coordinating thread about ten times a second while workers run.
+using ProgressFn = std::function<void(const SearchProgress&)>;
+
+struct SearchHit {
+    ParallelConfig layout;
+    TrainResult result;
+    double score = 0;
+};
+
+// The total order of results: score, then the layout tuple (a stable tie-break).
+bool hit_before(const SearchHit& a, const SearchHit& b);
+bool layout_before(const ParallelConfig& a, const ParallelConfig& b);
+
+struct SearchStats {
+    int64_t candidates = 0;      // layouts that pass the divisibility rules
+    int64_t pruned_domain = 0;   // of which dropped by the network-domain rule
+    int64_t pruned_memory = 0;   // dropped: weights + gradients + optimizer state alone overflow
+    int64_t evaluated = 0;       // costed (assemble_step calls)
+    int64_t feasible = 0;        // costed and fitting in memory
+    int64_t layer_costings = 0;  // cost_layers calls
+    double elapsed_s = 0;
+    unsigned threads = 1;
+    bool interrupted = false;
+};
+
+struct SearchResult {
+    SearchStats stats;
+    std::vector<SearchHit> best;  // feasible layouts, best first, at most top_k
+};
+
+SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
+                            const ProgressFn& progress = {});
+
+// `--gpus`: a count (4096), a list (1024,2048,4096) or a range START:STOP[:xFACTOR|:+STEP]
+// (256:16384:x2; the factor defaults to x2). Ascending order is kept as given.
+Expected<std::vector<int64_t>> parse_gpu_counts(std::string_view text);
+
+}  // namespace sm
