@@ -62,6 +62,16 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
                 o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {} |\n", c.id, c.layout, c.measured, c.predicted, pct(c.error));
             o += "\n";
         }
+        if (!rep.contexts.empty()) {
+            o += "## Data-set context\n\nOverrides applied to every row of a data set, from the source's own description of\n"
+                 "its cluster and software (`data/validation/<set>.context.json`):\n\n";
+            for (const auto& c : rep.contexts) {
+                o += "- **" + c.dataset + "**: ";
+                for (const auto& s : c.overrides) o += "`" + s + "` ";
+                o += "\n  " + c.reason + "\n";
+            }
+            o += "\n";
+        }
         if (!rep.skipped.empty()) {
             o += "## Rows not evaluated\n\n";
             for (const auto& s : rep.skipped) o += "- " + s + "\n";
@@ -88,23 +98,38 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
 Runner add_validate(CLI::App& app) {
     struct Opts {
         std::string dataset;
+        std::vector<std::string> sets;
         std::string format = "text";
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published measurements");
     cmd->add_option("--dataset", o->dataset, "a CSV in the layout of data/validation/ (default: the built-in sets)");
+    cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "markdown"}));
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
         if (o->dataset.empty()) {
-            rep = run_builtin_validation();
+            rep = run_builtin_validation(o->sets);
         } else {
             std::ifstream in(o->dataset, std::ios::binary);
             if (!in) return bad_input({"--dataset", "\"" + o->dataset + "\"", "cannot open the file"});
             std::stringstream ss;
             ss << in.rdbuf();
-            rep = run_validation(o->dataset, ss.str());
+            std::vector<std::string> sets;
+            const std::string ctx_path = o->dataset.substr(0, o->dataset.rfind('.')) + ".context.json";
+            if (std::ifstream ctx_in(ctx_path, std::ios::binary); ctx_in) {
+                std::stringstream cs;
+                cs << ctx_in.rdbuf();
+                auto c = parse_context(o->dataset, cs.str());
+                if (!c) return bad_input(c.error());
+                sets = c->overrides;
+                rep.contexts.push_back(c.value());
+            }
+            sets.insert(sets.end(), o->sets.begin(), o->sets.end());
+            auto contexts = rep.contexts;
+            rep = run_validation(o->dataset, ss.str(), sets);
+            rep.contexts = contexts;
         }
         const Json j = report_json(rep);
         if (o->format == "json") return emit_json(j);

@@ -8,6 +8,8 @@ namespace sm::cli {
 using Runner = std::function<int()>;
 Runner add_train(CLI::App& app);
 Runner add_search(CLI::App& app);
+Runner add_infer(CLI::App& app);
+Runner add_roofline(CLI::App& app);
 Runner add_validate(CLI::App& app);
 Runner add_presets(CLI::App& app);
 

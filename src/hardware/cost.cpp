@@ -16,8 +16,9 @@ constexpr double kAttentionBwdFlopRatio = 2.5;
 
 }  // namespace
 
-double gemm_efficiency(const GemmShape& g, const Efficiency& eff) {
-    return eff.gemm_max * dim_utilisation(g.m, eff.gemm_half_dim) * dim_utilisation(g.n, eff.gemm_half_dim) *
+double gemm_efficiency(const GemmShape& g, const Efficiency& eff, double operand_bytes) {
+    const double max = operand_bytes < 2 ? eff.gemm_max_8bit : eff.gemm_max;
+    return max * dim_utilisation(g.m, eff.gemm_half_tokens) * dim_utilisation(g.n, eff.gemm_half_dim) *
            dim_utilisation(g.k, eff.gemm_half_dim);
 }
 
@@ -30,9 +31,19 @@ double memory_time_s(double bytes, const SystemSpec& sys) {
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
                    const SystemSpec& sys) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0;
-    const double compute = gemm_flop(g) / (peak * gemm_efficiency(g, sys.eff));
+    const double compute = gemm_flop(g) / (peak * gemm_efficiency(g, sys.eff, a_bytes));
     const double bytes = g.batch * (g.m * g.k * a_bytes + g.k * g.n * b_bytes + g.m * g.n * c_bytes);
     return std::max(compute, memory_time_s(bytes, sys)) + sys.eff.kernel_latency_s;
+}
+
+double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx) {
+    if (ctx.operand_bytes >= ctx.act_bytes) return 0;
+    return g.batch * g.m * g.k * (ctx.act_bytes + ctx.operand_bytes);
+}
+
+double cast_bytes_bwd(const GemmShape& g, const CostContext& ctx) {
+    if (ctx.operand_bytes >= ctx.act_bytes) return 0;
+    return g.batch * (g.m * g.n * (ctx.act_bytes + 2.0 * ctx.operand_bytes) + g.m * g.k * ctx.operand_bytes);
 }
 
 OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
@@ -56,6 +67,12 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.bwd_flop = 2.0 * c.fwd_flop;
             c.bwd_s = gemm_time_s({g.m, g.k, g.n, g.batch}, a, b, out, peak, sys) +
                       gemm_time_s({g.k, g.n, g.m, g.batch}, a, a, op.weight ? 4.0 : out, peak, sys);
+            if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
+                const double fwd_cast = cast_bytes_fwd(g, ctx);
+                c.fwd_s += memory_time_s(fwd_cast, sys) + lat;
+                c.fwd_bytes += fwd_cast;
+                c.bwd_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + lat;
+            }
             break;
         }
         case OpKind::attention: {

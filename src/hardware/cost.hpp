@@ -24,11 +24,16 @@ struct OpCost {
     double fwd_bytes = 0;       // HBM traffic of the forward pass
 };
 
-// Fraction of matrix peak a GEMM of this shape reaches.
-double gemm_efficiency(const GemmShape& g, const Efficiency& eff);
+// Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` < 2 selects the
+// 8/4-bit tensor-core path.
+double gemm_efficiency(const GemmShape& g, const Efficiency& eff, double operand_bytes = 2);
 // Time of one GEMM (or batched GEMM) given operand sizes in bytes per element.
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes,
                    double peak_flop_per_s, const SystemSpec& sys);
+// Memory traffic of the casts around a low-precision weight GEMM (Transformer Engine quantises
+// the activation entering it and, in backward, the incoming gradient plus a transposed copy).
+double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx);
+double cast_bytes_bwd(const GemmShape& g, const CostContext& ctx);
 // Time of a memory-bound kernel moving `bytes` through HBM.
 double memory_time_s(double bytes, const SystemSpec& sys);
 // Forward and backward cost of one op.

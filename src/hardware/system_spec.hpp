@@ -12,13 +12,20 @@ namespace sm {
 // Shared by every scenario on a system; values and their sources in docs/CALIBRATION.md.
 struct Efficiency {
     double gemm_max = 0.8;             // large-GEMM fraction of matrix peak
-    double gemm_half_dim = 96;         // a GEMM dimension this size halves that dimension's utilisation
+    double gemm_half_dim = 96;         // an n or k (weight) dimension this size halves its utilisation
+    double gemm_half_tokens = 64;      // the same for m (tokens): the kernel's M-tile granularity
+    double gemm_max_8bit = 0.8;        // large-GEMM fraction of the fp8/int8 (and 4-bit) peak
     double attention_max = 0.6;        // fused-attention fraction of matrix peak
     double memory_max = 0.85;          // streaming fraction of HBM bandwidth
     double memory_half_bytes = 262144; // transfer size at which memory efficiency is half its max
     double kernel_latency_s = 4e-6;    // launch + tail per kernel
     double scale_up = 0.8;             // achieved fraction of scale-up link bandwidth (NCCL bus bw)
     double scale_out = 0.85;           // achieved fraction of scale-out NIC bandwidth
+    // Inference serving software on the host. An eager-mode framework dispatches each layer's
+    // kernels and each collective from Python/C++ on the CPU; at small batch the GPU waits for
+    // it. 0: a CUDA-graph-captured engine that hides all of it.
+    double host_layer_overhead_s = 0;      // per transformer layer per forward pass
+    double host_collective_overhead_s = 0; // per collective call (enqueue + stream sync)
 };
 
 struct Accelerator {

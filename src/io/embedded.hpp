@@ -13,5 +13,7 @@ struct EmbeddedFile {
 std::span<const EmbeddedFile> embedded_model_presets();
 std::span<const EmbeddedFile> embedded_system_presets();
 std::span<const EmbeddedFile> embedded_validation_sets();
+// "<set>.context": overrides shared by every row of a set (its cluster and software).
+std::span<const EmbeddedFile> embedded_validation_contexts();
 
 }  // namespace sm

@@ -48,12 +48,26 @@ std::optional<std::string> did_you_mean(std::string_view word, const std::vector
     return best;
 }
 
+std::string printable(std::string_view s, size_t max_chars) {
+    std::string out;
+    for (const char ch : s) {
+        if (out.size() >= max_chars) return out + "...";
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out += ch;
+    }
+    return out;
+}
+
 std::string show(const Json& v) {
+    // Containers are named, not dumped: a deep one would recurse and a big one cost time.
+    if (v.is_object()) return "an object";
+    if (v.is_array()) return "an array";
     std::string s = v.dump(-1, ' ', true, Json::error_handler_t::replace);
     if (s.size() > 60) s = s.substr(0, 57) + "...";
     if (v.is_string()) return s;
-    if (v.is_object()) return "an object";
-    if (v.is_array()) return "an array";
     if (v.is_boolean()) return "boolean " + s;
     if (v.is_null()) return "null";
     return s;
@@ -156,7 +170,7 @@ void ObjectReader::finish() const {
     for (const auto& [k, v] : j_.items()) {
         if (known_.count(k)) continue;
         auto hint = did_you_mean(k, known);
-        fail(path_of(k.c_str()), "",
+        fail(path_of(printable(k).c_str()), "",
              hint ? "unknown field; did you mean \"" + *hint + "\"?" : "unknown field; allowed fields: " + join(known));
     }
 }

@@ -19,6 +19,8 @@ using Json = nlohmann::json;
 std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 // A short rendering of a JSON value for error messages.
 std::string show(const Json& v);
+// Text from the input made safe for a one-line message: control characters escaped, long text cut.
+std::string printable(std::string_view s, size_t max_chars = 80);
 
 class ObjectReader {
 public:

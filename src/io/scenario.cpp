@@ -1,5 +1,6 @@
 #include "io/scenario.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -29,9 +30,16 @@ Precision read_precision(ObjectReader& r, const char* key, Precision def) {
 Json parse_json(std::string_view text, const std::string& origin) {
     if (text.size() > kMaxScenarioBytes)
         fail(origin, fmt::format("{} bytes", text.size()), fmt::format("at most {} bytes", kMaxScenarioBytes));
-    auto depth_guard = [&](int depth, Json::parse_event_t, Json&) {
+    // Keys seen in each open object: a repeated key is an error, not a silent last-one-wins.
+    std::vector<std::set<std::string>> open_objects;
+    auto depth_guard = [&](int depth, Json::parse_event_t event, Json& parsed) {
         if (depth > kMaxJsonDepth)
             fail(origin, fmt::format("JSON nested deeper than {}", kMaxJsonDepth), "scenarios nest a few levels only");
+        if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
+        if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+        if (event == Json::parse_event_t::key && !open_objects.empty() && parsed.is_string() &&
+            !open_objects.back().insert(parsed.get<std::string>()).second)
+            fail(origin, "duplicate key \"" + printable(parsed.get<std::string>()) + "\"", "each key may appear once in an object");
         return true;
     };
     try {
@@ -40,7 +48,7 @@ Json parse_json(std::string_view text, const std::string& origin) {
         std::string what = e.what();
         const auto pos = what.find("syntax error");
         if (pos != std::string::npos) what = what.substr(pos);
-        fail(origin, fmt::format("invalid JSON at byte {}", e.byte), what);
+        fail(origin, fmt::format("invalid JSON at byte {}", e.byte), printable(what, 200));
     }
 }
 
@@ -67,7 +75,7 @@ Json preset_json(std::span<const EmbeddedFile> files, const std::string& name, c
     auto hint = did_you_mean(name, names);
     std::string allowed = hint ? "did you mean \"" + *hint + "\"? " : std::string();
     allowed += "see `scalemodel presets`";
-    fail(path, "\"" + name + "\"", "unknown preset; " + allowed);
+    fail(path, "\"" + printable(name) + "\"", "unknown preset; " + allowed);
 }
 
 // A section that may name a preset: the preset's fields, overridden by the section's own.
@@ -166,12 +174,16 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         Efficiency& f = s.eff;
         f.gemm_max = e->number("gemm_max", f.gemm_max, 1e-3, 1.0);
         f.gemm_half_dim = e->number("gemm_half_dim", f.gemm_half_dim, 0.0, 1e6);
+        f.gemm_half_tokens = e->number("gemm_half_tokens", f.gemm_half_tokens, 0.0, 1e6);
+        f.gemm_max_8bit = e->number("gemm_max_8bit", f.gemm_max, 1e-3, 1.0);
         f.attention_max = e->number("attention_max", f.attention_max, 1e-3, 1.0);
         f.memory_max = e->number("memory_max", f.memory_max, 1e-3, 1.0);
         f.memory_half_bytes = e->number("memory_half_bytes", f.memory_half_bytes, 0.0, 1e12);
         f.kernel_latency_s = e->number("kernel_latency_s", f.kernel_latency_s, 0.0, 1.0);
         f.scale_up = e->number("scale_up", f.scale_up, 1e-3, 1.0);
         f.scale_out = e->number("scale_out", f.scale_out, 1e-3, 1.0);
+        f.host_layer_overhead_s = e->number("host_layer_overhead_s", f.host_layer_overhead_s, 0.0, 1.0);
+        f.host_collective_overhead_s = e->number("host_collective_overhead_s", f.host_collective_overhead_s, 0.0, 1.0);
         e->finish();
     }
     s.scale_up.efficiency = s.eff.scale_up;
@@ -252,7 +264,7 @@ void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
 void check_training_layout(const Scenario& s) {
     const ModelSpec& m = s.model;
     const ParallelConfig& p = s.parallel;
-    if (p.gpus() > kMaxGpus || p.tp * p.pp > kMaxGpus || p.tp * p.pp * p.dp > kMaxGpus)
+    if (p.tp * p.pp * p.dp > kMaxGpus || p.gpus() > kMaxGpus)  // short-circuit: gpus() cannot overflow
         fail("parallel", fmt::format("tp*pp*dp*cp = {}", static_cast<double>(p.tp) * p.pp * p.dp * p.cp),
              fmt::format("at most {} GPUs", kMaxGpus));
     check_tensor_parallel(m, p);
@@ -272,8 +284,20 @@ void check_training_layout(const Scenario& s) {
 }
 
 void check_inference_layout(const Scenario& s) {
-    check_tensor_parallel(s.model, s.parallel);
-    require_divides(s.parallel.pp, s.model.layers, "parallel.pp", "model.layers");
+    const ModelSpec& m = s.model;
+    const ParallelConfig& p = s.parallel;
+    if (p.tp * p.pp * p.dp > kMaxGpus)
+        fail("parallel", fmt::format("tp*pp*dp = {}", static_cast<double>(p.tp) * p.pp * p.dp), fmt::format("at most {} GPUs", kMaxGpus));
+    check_tensor_parallel(m, p);
+    require_divides(p.pp, m.layers, "parallel.pp", "model.layers");
+    // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one
+    // prompt's sequence (context parallelism) is not modelled.
+    if (p.cp != 1) fail("parallel.cp", std::to_string(p.cp), "inference supports cp = 1 only");
+    if (p.ep > 1 && !m.moe.enabled()) fail("parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
+    if (m.moe.enabled()) {
+        require_divides(p.ep, m.moe.experts, "parallel.ep", "model.moe.experts");
+        require_divides(p.ep, p.dp, "parallel.ep", "parallel.dp");
+    }
     require_peak(s.system, s.inference.precision, "inference.precision");
 }
 
@@ -296,21 +320,24 @@ Expected<Json> read_scenario_file(const std::string& path) {
         for (; it != end && text.size() <= kMaxScenarioBytes; ++it) text.push_back(*it);
     } else {
         std::ifstream in(path, std::ios::binary);
-        if (!in) return InputError{"SCENARIO", "\"" + path + "\"", "cannot open the file"};
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec))
+            return InputError{"SCENARIO", "\"" + printable(path) + "\"", "is a directory; expected a JSON file"};
+        if (!in) return InputError{"SCENARIO", "\"" + printable(path) + "\"", "cannot open the file"};
         char buf[65536];
         while (in && text.size() <= kMaxScenarioBytes) {
             in.read(buf, sizeof buf);
             text.append(buf, static_cast<size_t>(in.gcount()));
         }
     }
-    return parse_scenario_text(text, path == "-" ? "stdin" : path);
+    return parse_scenario_text(text, path == "-" ? "stdin" : printable(path));
 }
 
 Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
     return capture([&] {
         for (const std::string& s : sets) {
             const auto eq = s.find('=');
-            if (eq == std::string::npos || eq == 0) fail("--set", "\"" + s + "\"", "expected PATH=VALUE, e.g. parallel.tp=8");
+            if (eq == std::string::npos || eq == 0) fail("--set", "\"" + printable(s) + "\"", "expected PATH=VALUE, e.g. parallel.tp=8");
             const std::string path = s.substr(0, eq);
             const std::string value = s.substr(eq + 1);
             Json v = Json::parse(value, nullptr, false);
@@ -318,18 +345,21 @@ Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
             Json* node = &doc;
             std::string walked;
             size_t start = 0;
+            int depth = 0;
             while (true) {
                 const auto dot = path.find('.', start);
                 const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-                if (key.empty()) fail("--set", "\"" + path + "\"", "a dotted path such as parallel.tp");
+                if (key.empty()) fail("--set", "\"" + printable(path) + "\"", "a dotted path such as parallel.tp");
                 walked += (walked.empty() ? "" : ".") + key;
+                if (++depth > kMaxJsonDepth)
+                    fail("--set", "\"" + printable(path) + "\"", fmt::format("a path of at most {} fields", kMaxJsonDepth));
                 if (dot == std::string::npos) {
                     (*node)[key] = v;
                     break;
                 }
                 Json& next = (*node)[key];
                 if (next.is_null()) next = Json::object();
-                if (!next.is_object()) fail(walked, show(next), "is not an object; cannot set " + path);
+                if (!next.is_object()) fail(printable(walked), show(next), "is not an object; cannot set " + printable(path));
                 node = &next;
                 start = dot + 1;
             }

@@ -7,6 +7,7 @@
 
 #include "io/embedded.hpp"
 #include "io/scenario.hpp"
+#include "inference/inference.hpp"
 #include "training/step.hpp"
 
 namespace sm {
@@ -90,48 +91,87 @@ Expected<Json> row_scenario(const CsvRow& row) {
     return doc;
 }
 
-ValidationReport run_validation(const std::string& dataset, std::string_view csv_text) {
+ValidationReport run_validation(const std::string& dataset, std::string_view csv_text,
+                                const std::vector<std::string>& sets) {
     ValidationReport rep;
     for (const CsvRow& row : parse_csv(csv_text)) {
         const std::string& id = field(row, "id");
-        if (!is_training_row(row)) {
-            rep.skipped.push_back(id + ": inference rows need `scalemodel infer` (not built yet)");
-            continue;
-        }
+        const bool training = is_training_row(row);
         Expected<Json> doc = row_scenario(row);
+        if (doc) doc = apply_overrides(std::move(doc).value(), sets);
         if (!doc) {
             rep.skipped.push_back(id + ": " + doc.error().message());
             continue;
         }
-        Expected<Scenario> s = build_scenario(doc.value(), Purpose::train);
+        Expected<Scenario> s = build_scenario(doc.value(), training ? Purpose::train : Purpose::infer);
         if (!s) {
             rep.skipped.push_back(id + ": " + s.error().message());
             continue;
         }
-        const double measured = std::strtod(field(row, "measured_step_time_s").c_str(), nullptr);
+        const double measured =
+            std::strtod(field(row, training ? "measured_step_time_s" : "measured_e2e_latency_s").c_str(), nullptr);
         if (!(measured > 0)) {
-            rep.skipped.push_back(id + ": no measured step time");
+            rep.skipped.push_back(id + (training ? ": no measured step time" : ": no measured end-to-end latency"));
             continue;
         }
-        const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
         ValidationCase c;
         c.id = id;
         c.dataset = dataset;
         c.source = field(row, "source");
-        c.metric = "step_time_s";
         c.measured = measured;
-        c.predicted = r.step_time_s;
+        if (training) {
+            c.metric = "step_time_s";
+            c.predicted = evaluate_training({s->model, s->system, s->training}, s->parallel).step_time_s;
+            c.layout = layout_of(row);
+        } else {
+            c.metric = "e2e_latency_s";
+            c.predicted = evaluate_inference({s->model, s->system, s->inference}, s->parallel).e2e_latency_s;
+            c.layout = fmt::format("tp{} pp{} batch {} {} in/{} out", s->parallel.tp, s->parallel.pp, s->inference.batch,
+                                   s->inference.input_len, s->inference.output_len);
+        }
         c.error = (c.predicted - c.measured) / c.measured;
-        c.layout = layout_of(row);
         rep.cases.push_back(std::move(c));
     }
     return rep;
 }
 
-ValidationReport run_builtin_validation() {
+Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text) {
+    return capture([&] {
+        const std::string origin = dataset + ".context.json";
+        Expected<Json> j = parse_scenario_text(json_text, origin);
+        if (!j) throw InputException(j.error());
+        ObjectReader r(j.value(), origin);
+        DatasetContext c;
+        c.dataset = dataset;
+        c.reason = r.text("reason", std::nullopt);
+        r.ignore("overrides");
+        const Json& list = j.value().contains("overrides") ? j.value()["overrides"] : Json::array();
+        if (!list.is_array()) fail(origin + ".overrides", show(list), "a list of \"PATH=VALUE\" strings");
+        for (const Json& o : list) {
+            if (!o.is_string()) fail(origin + ".overrides", show(o), "a \"PATH=VALUE\" string");
+            c.overrides.push_back(o.get<std::string>());
+        }
+        r.finish();
+        return c;
+    });
+}
+
+ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
     ValidationReport all;
     for (const auto& f : embedded_validation_sets()) {
-        ValidationReport r = run_validation(std::string(f.name), f.text);
+        std::vector<std::string> row_sets;
+        for (const auto& ctx : embedded_validation_contexts()) {
+            if (ctx.name != std::string(f.name) + ".context") continue;
+            Expected<DatasetContext> c = parse_context(std::string(f.name), ctx.text);
+            if (!c) {
+                all.skipped.push_back(std::string(f.name) + ": " + c.error().message());
+                continue;
+            }
+            row_sets = c->overrides;
+            all.contexts.push_back(c.value());
+        }
+        row_sets.insert(row_sets.end(), sets.begin(), sets.end());  // the user's word is last
+        ValidationReport r = run_validation(std::string(f.name), f.text, row_sets);
         all.cases.insert(all.cases.end(), r.cases.begin(), r.cases.end());
         all.skipped.insert(all.skipped.end(), r.skipped.begin(), r.skipped.end());
     }

@@ -27,16 +27,29 @@ struct ValidationSummary {
     std::string worst_id;
 };
 
+// What every row of one data set shares (its cluster, its software), stated once with the
+// source's words for it: `--set` overrides applied to each row of that set.
+struct DatasetContext {
+    std::string dataset;
+    std::vector<std::string> overrides;
+    std::string reason;
+};
+
 struct ValidationReport {
     std::vector<ValidationCase> cases;
     std::vector<std::string> skipped;  // "id: reason"
+    std::vector<DatasetContext> contexts;
 };
+
+Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text);
 
 // The scenario a training or inference row describes. Models that are not presets take the
 // family defaults of their feed-forward type (GPT-style for gelu, Llama-style for swiglu).
 Expected<Json> row_scenario(const CsvRow& row);
-ValidationReport run_validation(const std::string& dataset, std::string_view csv_text);
-ValidationReport run_builtin_validation();
+// `sets` are `--set PATH=VALUE` overrides applied to every row (sensitivity studies).
+ValidationReport run_validation(const std::string& dataset, std::string_view csv_text,
+                                const std::vector<std::string>& sets = {});
+ValidationReport run_builtin_validation(const std::vector<std::string>& sets = {});
 ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 
 }  // namespace sm

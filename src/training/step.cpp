@@ -125,11 +125,16 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
     // Pipeline point-to-point: one activation forward and one gradient backward per micro-batch
     // and virtual stage; the fill and drain add pp-1 more on the critical path.
+    // Each TP rank sends 1/tp of the activation over its own NIC (Megatron's scatter/gather
+    // optimisation, Narayanan et al. 2021 sec. 4.1; with SP the tensor is already sharded); the
+    // receiver reassembles it over the scale-up fabric.
     if (p.pp > 1) {
-        const double sp = p.sequence_parallel ? as_d(p.tp) : 1.0;
-        const double bytes = as_d(p.microbatch) * as_d(m.seq_len) / as_d(p.cp) * as_d(m.hidden) *
-                             bytes_per_element(activation_precision(t.precision)) / sp;
-        const double hop = collective_time_s(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys);
+        const double full = as_d(p.microbatch) * as_d(m.seq_len) / as_d(p.cp) * as_d(m.hidden) *
+                            bytes_per_element(activation_precision(t.precision));
+        const double shard = full / as_d(p.tp);
+        double hop = collective_time_s(Collective::p2p, shard, spans.span[idx(CommGroup::pp)], sys);
+        if (!p.sequence_parallel)
+            hop += collective_time_s(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
         r.link.pp_s = 2.0 * mb * vp * hop;
         bd.pp_comm_exposed_s = (1.0 - t.pp_overlap) * 2.0 * (mb * vp + pp - 1.0) * hop;
     }

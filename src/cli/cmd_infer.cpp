@@ -1,0 +1,111 @@
+#include <charconv>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "inference/inference.hpp"
+#include "inference/roofline.hpp"
+#include "io/infer_report.hpp"
+
+namespace sm::cli {
+
+namespace {
+
+constexpr int64_t kMaxSweepBatch = int64_t{1} << 20;  // inference.batch's own limit
+
+bool parse_int(std::string_view s, int64_t& v) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// FIRST:LAST[:xK | :+K], e.g. 1:256:x2 (doubling, the default) or 8:128:+8.
+Expected<BatchSweep> parse_sweep(const std::string& text) {
+    const InputError bad{"--sweep-batch", "\"" + text + "\"",
+                         "FIRST:LAST[:xK|:+K] with 1 <= FIRST <= LAST <= 1048576, e.g. 1:256:x2 or 8:128:+8"};
+    BatchSweep s;
+    const auto c1 = text.find(':');
+    if (c1 == std::string::npos) return bad;
+    const auto c2 = text.find(':', c1 + 1);
+    const std::string_view all(text);
+    if (!parse_int(all.substr(0, c1), s.first)) return bad;
+    if (!parse_int(all.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), s.last)) return bad;
+    if (c2 != std::string::npos) {
+        const std::string_view step = all.substr(c2 + 1);
+        if (step.size() < 2 || (step[0] != 'x' && step[0] != '+')) return bad;
+        s.geometric = step[0] == 'x';
+        if (!parse_int(step.substr(1), s.step)) return bad;
+        if (s.step < (s.geometric ? 2 : 1) || s.step > kMaxSweepBatch) return bad;
+    }
+    if (s.first < 1 || s.last < s.first || s.last > kMaxSweepBatch) return bad;
+    return s;
+}
+
+void warn_memory(const Scenario& s, const InferResult& r) {
+    if (!r.fits_in_memory)
+        std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
+                  << " has " << gib(s.system.accel.memory_bytes) << " (largest batch that fits: " << r.max_batch_fits << ")\n";
+    if (s.inference.input_len + s.inference.output_len > s.model.seq_len)
+        std::cerr << "scalemodel: warning: input_len + output_len = " << s.inference.input_len + s.inference.output_len
+                  << " exceeds the model's context (model.seq_len = " << s.model.seq_len << ")\n";
+}
+
+}  // namespace
+
+Runner add_infer(CLI::App& app) {
+    struct Opts {
+        std::string scenario;
+        std::vector<std::string> sets;
+        std::string format = "text";
+        std::string sweep;
+    };
+    auto o = std::make_shared<Opts>();
+    CLI::App* cmd = app.add_subcommand("infer", "Predict inference: time to first token, time per output token, memory");
+    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin")->required();
+    cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
+    cmd->add_option("--sweep-batch", o->sweep,
+                    "latency-throughput curve over batch sizes FIRST:LAST[:xK|:+K], e.g. 1:256:x2");
+    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    return [cmd, o]() -> int {
+        if (!cmd->parsed()) return -1;
+        std::optional<BatchSweep> sweep;
+        if (!o->sweep.empty()) {
+            auto sw = parse_sweep(o->sweep);
+            if (!sw) return bad_input(sw.error());
+            sweep = sw.value();
+        }
+        auto s = load(o->scenario, o->sets, Purpose::infer);
+        if (!s) return bad_input(s.error());
+        const Format fmt = parse_format(o->format);
+        if (!sweep) {
+            const InferResult r = evaluate_inference({s->model, s->system, s->inference}, s->parallel);
+            warn_memory(*s, r);
+            const Json j = infer_json(*s, r);
+            switch (fmt) {
+                case Format::json: return emit_json(j);
+                case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
+                case Format::text: return emit_checked(j, infer_text(*s, r));
+            }
+            return kExitOk;
+        }
+        std::vector<SweepPoint> pts;
+        for (int64_t b : sweep_batches(*sweep)) {
+            Scenario sb = *s;
+            sb.inference.batch = b;
+            const InferContext c{sb.model, sb.system, sb.inference};
+            SweepPoint pt;
+            pt.batch = b;
+            pt.result = evaluate_inference(c, sb.parallel);
+            pt.decode = phase_split(inference_roofline(c, sb.parallel, 0), "decode");
+            pts.push_back(pt);
+        }
+        const Json j = sweep_json(*s, pts);
+        switch (fmt) {
+            case Format::json: return emit_json(j);
+            case Format::csv: return emit_checked(j, sweep_csv(pts));
+            case Format::text: return emit_checked(j, sweep_text(*s, pts));
+        }
+        return kExitOk;
+    };
+}
+
+}  // namespace sm::cli

@@ -1,0 +1,143 @@
+#include "inference/roofline.hpp"
+
+#include <algorithm>
+
+#include "comm/collectives.hpp"
+#include "training/step.hpp"
+
+namespace sm {
+
+namespace {
+
+double as_d(int64_t x) { return static_cast<double>(x); }
+
+// The math rate an op runs at. cost_op times it; this only splits that time into its compute
+// and memory terms so the table can say which one bounds it.
+double op_peak(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
+    if (op.kind == OpKind::attention) {
+        // As cost_op: fused attention runs in the activation format even under fp8 GEMMs.
+        const Precision p = ctx.act_bytes >= 4 ? Precision::tf32 : Precision::bf16;
+        return sys.accel.matrix_peak(p).value_or(sys.accel.matrix_peak(ctx.math).value_or(0));
+    }
+    return sys.accel.matrix_peak(ctx.math).value_or(0);
+}
+
+void add_block(std::vector<RooflineRow>& rows, const char* phase, const char* block, double count, const LayerOps& ops,
+               const SystemSpec& sys, const CostContext& ctx, const CommSpans& spans) {
+    const double bw = sys.accel.memory_bw_bytes_per_s;
+    for (const Op& op : ops.ops) {
+        const OpCost c = cost_op(op, sys, ctx);
+        RooflineRow r;
+        r.phase = phase;
+        r.name = std::string(op.name);
+        r.block = block;
+        r.count = count;
+        r.flop = c.fwd_flop;
+        r.bytes = c.fwd_bytes;
+        r.intensity = r.bytes > 0 ? r.flop / r.bytes : 0;
+        const double peak = op_peak(op, sys, ctx);
+        r.balance = peak / bw;
+        double rate = 0;
+        if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) rate = peak * gemm_efficiency(op.gemm, sys.eff);
+        if (op.kind == OpKind::attention) rate = peak * sys.eff.attention_max;
+        r.compute_s = rate > 0 ? r.flop / rate : 0;
+        r.memory_s = memory_time_s(r.bytes, sys);
+        r.time_s = c.fwd_s;
+        r.bound = r.compute_s > r.memory_s ? Bound::compute : Bound::memory;
+        rows.push_back(std::move(r));
+    }
+    for (const CommOp& op : ops.comms) {
+        if (op.pass != Pass::fwd) continue;
+        const GroupSpan& g = spans.span[idx(op.group)];
+        if (g.size <= 1) continue;
+        RooflineRow r;
+        r.phase = phase;
+        r.name = std::string(op.name);
+        r.block = block;
+        r.count = count;
+        r.bytes = op.bytes * op.count;
+        r.time_s = (collective_time_s(op.kind, op.bytes, g, sys) + sys.eff.host_collective_overhead_s) * op.count;
+        r.bound = Bound::network;
+        rows.push_back(std::move(r));
+    }
+}
+
+void add_phase(std::vector<RooflineRow>& rows, const char* phase, const InferContext& c, const ParallelConfig& p,
+               const LayerShape& layer, const LayerShape& head) {
+    const SystemSpec& sys = c.system;
+    const CostContext ctx = inference_cost_context(c.inference);
+    const CommSpans spans = training_spans(p, sys);
+    add_block(rows, phase, "embedding", 1, embedding_ops(c.model, layer), sys, ctx, spans);
+    add_block(rows, phase, "layer", as_d(c.model.layers), layer_ops(c.model, layer), sys, ctx, spans);
+    add_block(rows, phase, "head", 1, head_ops(c.model, head, false), sys, ctx, spans);
+    const GroupSpan& tp = spans.span[idx(CommGroup::tp)];
+    if (tp.size > 1) {
+        RooflineRow r;
+        r.phase = phase;
+        r.name = "logits_all_gather";
+        r.block = "head";
+        r.bytes = head.batch * head.q_len * as_d(c.model.vocab) * head.act_bytes;
+        r.time_s = collective_time_s(Collective::all_gather, r.bytes, tp, sys) + sys.eff.host_collective_overhead_s;
+        r.bound = Bound::network;
+        rows.push_back(std::move(r));
+    }
+    if (p.pp > 1) {
+        RooflineRow r;
+        r.phase = phase;
+        r.name = "pp_send";
+        r.block = "pipeline";
+        r.count = as_d(p.pp) - 1.0;
+        r.bytes = layer.batch * layer.q_len * as_d(c.model.hidden) * layer.act_bytes;
+        r.time_s = collective_time_s(Collective::p2p, r.bytes, spans.span[idx(CommGroup::pp)], sys) +
+                   sys.eff.host_collective_overhead_s;
+        r.bound = Bound::network;
+        rows.push_back(std::move(r));
+    }
+}
+
+}  // namespace
+
+std::string_view to_string(Bound b) {
+    switch (b) {
+        case Bound::compute: return "compute";
+        case Bound::memory: return "memory";
+        case Bound::network: return "network";
+    }
+    return "?";
+}
+
+Roofline inference_roofline(const InferContext& c, const ParallelConfig& p, int64_t context) {
+    const InferenceSpec& s = c.inference;
+    Roofline r;
+    r.context = context > 0 ? context : s.input_len + s.output_len / 2;
+    r.balance = c.system.accel.matrix_peak(s.precision).value_or(0) / c.system.accel.memory_bw_bytes_per_s;
+    const LayerShape pre = prefill_shape(c.model, p, s);
+    LayerShape pre_head = pre;
+    pre_head.q_len = 1;
+    pre_head.kv_len = 1;
+    add_phase(r.rows, "prefill", c, p, pre, pre_head);
+    const LayerShape dec = decode_shape(c.model, p, s, static_cast<double>(r.context));
+    add_phase(r.rows, "decode", c, p, dec, dec);
+    return r;
+}
+
+Bound BoundSplit::dominant() const {
+    if (network_s > compute_s && network_s > memory_s) return Bound::network;
+    return compute_s > memory_s ? Bound::compute : Bound::memory;
+}
+
+BoundSplit phase_split(const Roofline& r, std::string_view phase) {
+    BoundSplit s;
+    for (const RooflineRow& row : r.rows) {
+        if (row.phase != phase) continue;
+        const double t = row.time_s * row.count;
+        switch (row.bound) {
+            case Bound::compute: s.compute_s += t; break;
+            case Bound::memory: s.memory_s += t; break;
+            case Bound::network: s.network_s += t; break;
+        }
+    }
+    return s;
+}
+
+}  // namespace sm
