@@ -1,0 +1,265 @@
+// Parsing and validation errors: every bad input is an InputError naming the dotted path, what
+// was given and what is allowed, on one line.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "io/scenario.hpp"
+
+namespace sm {
+namespace {
+
+const char* kBase = R"({"model": {"preset": "llama3-70b"}, "system": {"preset": "dgx-h100"}})";
+
+// Runs the whole I/O pipeline; returns the scenario or the first error.
+Expected<Scenario> load(const std::string& text, const std::vector<std::string>& sets = {},
+                        Purpose purpose = Purpose::train) {
+    auto doc = parse_scenario_text(text, "test");
+    if (!doc) return doc.error();
+    auto over = apply_overrides(std::move(doc).value(), sets);
+    if (!over) return over.error();
+    return build_scenario(over.value(), purpose);
+}
+
+// The error of an input that must be rejected; fails the test if it is accepted.
+InputError error_of(const std::string& text, const std::vector<std::string>& sets = {},
+                    Purpose purpose = Purpose::train) {
+    auto s = load(text, sets, purpose);
+    EXPECT_FALSE(s.ok()) << "accepted: " << text;
+    if (s.ok()) return {};
+    const std::string m = s.error().message();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    return s.error();
+}
+
+InputError set_error(const std::string& set, Purpose purpose = Purpose::train) { return error_of(kBase, {set}, purpose); }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(Scenario, BaseIsValid) {
+    auto s = load(kBase);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s->model.layers, 80);
+    EXPECT_EQ(s->parallel.gpus(), 1);
+}
+
+TEST(Scenario, UnknownKeySuggestsTheNearest) {
+    const InputError e = set_error("parallel.tpp=2");
+    EXPECT_EQ(e.path, "parallel.tpp");
+    EXPECT_TRUE(contains(e.allowed, "did you mean \"tp\"")) << e.message();
+
+    const InputError m = error_of(R"({"model": {"preset": "llama3-70b", "hiden": 8}, "system": {"preset": "dgx-h100"}})");
+    EXPECT_EQ(m.path, "model.hiden");
+    EXPECT_TRUE(contains(m.allowed, "\"hidden\"")) << m.message();
+
+    const InputError t = set_error("trainin.global_batch=8");
+    EXPECT_EQ(t.path, "trainin");
+    EXPECT_TRUE(contains(t.allowed, "\"training\"")) << t.message();
+}
+
+TEST(Scenario, UnknownKeyFarFromAnyListsTheAllowed) {
+    const InputError e = set_error("parallel.zzzzzzzzzz=1");
+    EXPECT_EQ(e.path, "parallel.zzzzzzzzzz");
+    EXPECT_TRUE(contains(e.allowed, "allowed fields")) << e.message();
+}
+
+TEST(Scenario, UnknownChoiceSuggestsTheNearest) {
+    const InputError e = set_error("parallel.recompute=selectve");
+    EXPECT_EQ(e.path, "parallel.recompute");
+    EXPECT_TRUE(contains(e.allowed, "did you mean \"selective\"")) << e.message();
+    const InputError p = set_error("model.preset=llama3-7b");
+    EXPECT_EQ(p.path, "model.preset");
+    EXPECT_TRUE(contains(p.allowed, "did you mean")) << p.message();
+}
+
+TEST(Scenario, WrongTypes) {
+    EXPECT_EQ(set_error("parallel.tp=\"8\"").path, "parallel.tp");
+    EXPECT_EQ(set_error("parallel.tp=true").path, "parallel.tp");
+    EXPECT_EQ(set_error("parallel.tp=2.5").path, "parallel.tp");
+    EXPECT_EQ(set_error("parallel.sequence_parallel=1").path, "parallel.sequence_parallel");
+    EXPECT_EQ(set_error("model.ffn_act=7").path, "model.ffn_act");
+    EXPECT_EQ(set_error("model.name=5").path, "model.name");
+    EXPECT_EQ(set_error("training=5").path, "training");
+    EXPECT_EQ(set_error("model=[]").path, "model");
+    EXPECT_EQ(set_error("system.accelerator.memory_bytes=null").path, "system.accelerator.memory_bytes");
+    EXPECT_EQ(error_of(R"({"model": {"preset": 3}, "system": {"preset": "dgx-h100"}})").path, "model.preset");
+}
+
+TEST(Scenario, IntegersGivenAsWholeFloatsAreAccepted) {
+    auto s = load(kBase, {"parallel.tp=8.0"});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s->parallel.tp, 8);
+}
+
+TEST(Scenario, RangesAreChecked) {
+    const InputError z = set_error("parallel.tp=0");
+    EXPECT_EQ(z.path, "parallel.tp");
+    EXPECT_EQ(z.given, "0");
+    EXPECT_TRUE(contains(z.allowed, "from 1 to")) << z.message();
+    EXPECT_EQ(set_error("parallel.dp=-4").path, "parallel.dp");
+    EXPECT_EQ(set_error("parallel.zero=4").path, "parallel.zero");
+    EXPECT_EQ(set_error("model.layers=100001").path, "model.layers");
+    EXPECT_EQ(set_error("model.layers=1e30").path, "model.layers");
+    EXPECT_EQ(set_error("model.layers=18446744073709551615").path, "model.layers");
+    EXPECT_EQ(set_error("model.layers=-9223372036854775808").path, "model.layers");
+    EXPECT_EQ(set_error("training.tp_overlap=1.5").path, "training.tp_overlap");
+    EXPECT_EQ(set_error("system.accelerator.memory_bytes=-1").path, "system.accelerator.memory_bytes");
+    EXPECT_EQ(set_error("system.accelerator.memory_bytes=0").path, "system.accelerator.memory_bytes");
+    EXPECT_EQ(set_error("system.scale_out.bw_bytes_per_s=0").path, "system.scale_out.bw_bytes_per_s");
+    EXPECT_EQ(set_error("system.efficiency.gemm_max=0").path, "system.efficiency.gemm_max");
+    EXPECT_EQ(set_error("model.moe.experts=8", Purpose::train).path, "model.moe.top_k");  // required with experts
+}
+
+TEST(Scenario, OverflowingNumbersInFilesAreRejected) {
+    const InputError e = error_of(R"({"model": {"preset": "llama3-70b", "layers": 1e400}, "system": {"preset": "dgx-h100"}})");
+    EXPECT_FALSE(e.message().empty());
+    const InputError big = error_of(R"({"model": {"preset": "llama3-70b", "layers": 99999999999999999999999}, "system": {"preset": "dgx-h100"}})");
+    EXPECT_EQ(big.path, "model.layers");
+}
+
+TEST(Scenario, DivisibilityRules) {
+    EXPECT_EQ(set_error("model.heads=3").path, "model.heads");     // hidden by heads
+    EXPECT_EQ(set_error("model.kv_heads=3").path, "model.kv_heads");  // heads by kv_heads
+    EXPECT_EQ(set_error("model.kv_heads=128").path, "model.kv_heads");
+    EXPECT_EQ(set_error("parallel.tp=3").path, "parallel.tp");      // heads by tp
+    const InputError pp = set_error("parallel.pp=3");
+    EXPECT_EQ(pp.path, "parallel.pp");                              // layers by pp*vp
+    EXPECT_TRUE(contains(pp.allowed, "model.layers (80)")) << pp.message();
+    EXPECT_EQ(error_of(kBase, {"parallel.pp=4", "parallel.vp=3"}).path, "parallel.pp");
+    EXPECT_EQ(set_error("parallel.vp=2").path, "parallel.vp");      // interleaving needs pp > 1
+    EXPECT_EQ(error_of(kBase, {"parallel.dp=4", "training.global_batch=6"}).path, "training.global_batch");
+    EXPECT_EQ(error_of(kBase, {"parallel.microbatch=4", "training.global_batch=6"}).path, "training.global_batch");
+    EXPECT_EQ(set_error("parallel.cp=3").path, "parallel.cp");      // seq_len by cp
+    EXPECT_EQ(set_error("parallel.ep=2").path, "parallel.ep");      // ep needs MoE
+}
+
+TEST(Scenario, KvHeadsByTp) {
+    // 64 heads, 8 KV heads: tp 16 replicates KV heads (a multiple of 8) and is allowed; a model
+    // with 6 KV heads cannot be cut 4 ways.
+    EXPECT_TRUE(load(kBase, {"parallel.tp=16"}).ok());
+    const InputError e = error_of(kBase, {"model.heads=48", "model.hidden=6144", "model.kv_heads=6", "parallel.tp=4"});
+    EXPECT_EQ(e.path, "parallel.tp");
+    EXPECT_TRUE(contains(e.allowed, "kv_heads")) << e.message();
+}
+
+TEST(Scenario, GpuCountIsBoundedWithoutOverflow) {
+    // Each degree is in range but the product (2^80) is not: rejected, no signed overflow.
+    const InputError e = error_of(kBase, {"parallel.tp=1048576", "parallel.pp=1048576", "parallel.dp=1048576", "parallel.cp=1048576"});
+    EXPECT_EQ(e.path, "parallel");
+    EXPECT_TRUE(contains(e.allowed, "GPUs")) << e.message();
+}
+
+TEST(Scenario, PrecisionMustBeSupportedByTheAccelerator) {
+    const InputError e = set_error("training.precision=fp4");
+    EXPECT_EQ(e.path, "training.precision");
+    EXPECT_TRUE(contains(e.allowed, "supports")) << e.message();
+    EXPECT_EQ(error_of(kBase, {"system.preset=dgx-a100-80gb", "training.precision=fp8"}).path, "training.precision");
+    EXPECT_EQ(set_error("training.precision=fp16x").path, "training.precision");
+}
+
+TEST(Scenario, RequiredSectionsAndFields) {
+    EXPECT_EQ(error_of(R"({"system": {"preset": "dgx-h100"}})").path, "model");
+    EXPECT_EQ(error_of(R"({"model": {"preset": "llama3-70b"}})").path, "system");
+    const InputError e = error_of(R"({"model": {"hidden": 64, "heads": 1}, "system": {"preset": "dgx-h100"}})");
+    EXPECT_EQ(e.path, "model.layers");
+    EXPECT_EQ(e.given, "nothing");
+    EXPECT_EQ(error_of(R"({"model": {"preset": "llama3-70b"}, "system": {"name": "x"}})").path, "system.accelerator");
+}
+
+TEST(Scenario, MalformedJson) {
+    for (const char* text : {"", "{", "{\"model\":", "[]", "3", "null", "\"text\"", "{\"a\" 1}", "{'a': 1}",
+                             "{\"a\": NaN}", "{\"a\": Infinity}", "{\"a\": 1,}", "\x01\x02\xff\xfe", "{\"a\": \"\xff\"}"}) {
+        auto doc = parse_scenario_text(text, "test");
+        ASSERT_FALSE(doc.ok()) << text;
+        EXPECT_EQ(doc.error().path, "test") << text;
+        EXPECT_EQ(doc.error().message().find('\n'), std::string::npos) << doc.error().message();
+    }
+}
+
+TEST(Scenario, DepthAndSizeLimits) {
+    std::string deep;
+    for (int i = 0; i < 10000; ++i) deep += "[";
+    auto d = parse_scenario_text(deep, "test");
+    ASSERT_FALSE(d.ok());
+    EXPECT_TRUE(contains(d.error().given, "nested deeper")) << d.error().message();
+
+    std::string big = "{\"description\": \"" + std::string(kMaxScenarioBytes, 'x') + "\"}";
+    auto b = parse_scenario_text(big, "test");
+    ASSERT_FALSE(b.ok());
+    EXPECT_TRUE(contains(b.error().allowed, "at most")) << b.error().message();
+
+    std::string path = "model";
+    for (int i = 0; i < 1000; ++i) path += ".a";
+    auto o = apply_overrides(Json::object(), {path + "=1"});
+    ASSERT_FALSE(o.ok());
+    EXPECT_EQ(o.error().path, "--set");
+}
+
+TEST(Scenario, DuplicateKeysAreErrors) {
+    auto d = parse_scenario_text(R"({"model": {"layers": 1, "layers": 2}})", "test");
+    ASSERT_FALSE(d.ok());
+    EXPECT_TRUE(contains(d.error().given, "duplicate key \"layers\"")) << d.error().message();
+    // The same key in sibling objects is fine.
+    EXPECT_TRUE(parse_scenario_text(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})", "test").ok());
+}
+
+TEST(Scenario, ControlCharactersNeverBreakTheLine) {
+    const InputError k = error_of("{\"model\": {\"preset\": \"llama3-70b\"}, \"system\": {\"preset\": \"dgx-h100\"}, \"a\\nb\": 1}");
+    EXPECT_EQ(k.message().find('\n'), std::string::npos) << k.message();
+    const InputError p = set_error("model.preset=llama\nx");
+    EXPECT_EQ(p.message().find('\n'), std::string::npos) << p.message();
+    const InputError s = set_error("parallel.t\np=1");
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+}
+
+TEST(Scenario, SetSyntax) {
+    EXPECT_EQ(set_error("=3").path, "--set");
+    EXPECT_EQ(set_error("parallel.tp").path, "--set");
+    EXPECT_EQ(set_error("parallel..tp=2").path, "--set");
+    EXPECT_EQ(set_error(".tp=2").path, "--set");
+    EXPECT_EQ(set_error("model.preset.x=2").path, "model.preset");
+    // A bare word is a string; a JSON value is parsed.
+    auto s = load(kBase, {"model.preset=llama2-7b", "parallel.sequence_parallel=true"});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s->model.layers, 32);
+    EXPECT_TRUE(s->parallel.sequence_parallel);
+}
+
+TEST(Scenario, InferencePurposeRules) {
+    EXPECT_EQ(set_error("inference.precision=fp4", Purpose::infer).path, "inference.precision");
+    EXPECT_EQ(set_error("inference.batch=0", Purpose::infer).path, "inference.batch");
+    EXPECT_EQ(set_error("inference.input_len=-1", Purpose::infer).path, "inference.input_len");
+    EXPECT_EQ(set_error("parallel.pp=3", Purpose::infer).path, "parallel.pp");
+    // Training rules do not apply to infer: a global batch that dp does not divide is fine.
+    EXPECT_TRUE(load(kBase, {"parallel.dp=4", "training.global_batch=6"}, Purpose::infer).ok());
+}
+
+TEST(Scenario, ErrorMessageShape) {
+    const InputError e = set_error("parallel.tp=0");
+    EXPECT_EQ(e.message(), "parallel.tp: got 0; expected an integer from 1 to 1048576");
+}
+
+TEST(Scenario, ReadFileErrors) {
+    auto missing = read_scenario_file("/nonexistent/dir/scenario.json");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().path, "SCENARIO");
+    auto dir = read_scenario_file(SCALEMODEL_SOURCE_DIR);
+    ASSERT_FALSE(dir.ok());
+    EXPECT_EQ(dir.error().path, "SCENARIO");
+    auto example = read_scenario_file(std::string(SCALEMODEL_SOURCE_DIR) + "/examples/gpt3-175b-64xa100.json");
+    ASSERT_TRUE(example.ok()) << example.error().message();
+}
+
+TEST(Scenario, EveryPresetPairBuilds) {
+    for (const auto& m : model_preset_names()) {
+        for (const auto& sys : system_preset_names()) {
+            Json doc = {{"model", {{"preset", m}}}, {"system", {{"preset", sys}}}};
+            auto s = build_scenario(doc, Purpose::search);
+            EXPECT_TRUE(s.ok()) << m << " on " << sys << ": " << (s.ok() ? "" : s.error().message());
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sm
