@@ -1,0 +1,294 @@
+// Layout search against brute force: every layout `scalemodel train` accepts, evaluated one
+// by one with evaluate_training, must give the same best layouts and the same counts.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "io/report.hpp"
+#include "io/scenario.hpp"
+#include "search/search.hpp"
+
+namespace sm {
+namespace {
+
+Json doc_of(const std::string& text) {
+    auto d = parse_scenario_text(text, "test");
+    EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message());
+    return d.value();
+}
+
+Scenario scenario_of(const Json& doc, Purpose purpose) {
+    auto s = build_scenario(doc, purpose);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
+    return s.value();
+}
+
+std::vector<int64_t> divisors_of(int64_t n) {
+    std::vector<int64_t> d;
+    for (int64_t i = 1; i <= n; ++i)
+        if (n % i == 0) d.push_back(i);
+    return d;
+}
+
+struct Brute {
+    std::vector<SearchHit> hits;  // every feasible layout, best first
+    int64_t valid = 0;            // layouts `train` accepts
+    int64_t feasible = 0;
+};
+
+// Every layout of `gpus` GPUs that build_scenario(Purpose::train) accepts, evaluated alone.
+// Sequence parallelism at tp 1 is the same layout as without it and is counted once.
+Brute brute_force(const Json& doc, int64_t gpus, Objective obj, bool tp_within_domain) {
+    const Scenario base = scenario_of(doc, Purpose::search);
+    const ModelSpec& m = base.model;
+    const std::vector<int64_t> eps = m.moe.enabled() ? divisors_of(m.moe.experts) : std::vector<int64_t>{1};
+    Brute b;
+    for (int64_t tp : divisors_of(gpus))
+        for (int64_t pp : divisors_of(gpus / tp))
+            for (int64_t cp : divisors_of(gpus / tp / pp))
+                for (int64_t ep : eps)
+                    for (int64_t vp : divisors_of(m.layers))
+                        for (int64_t mb : divisors_of(base.training.global_batch))
+                            for (int64_t zero = 0; zero <= 3; ++zero)
+                                for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
+                                    for (bool sp : {false, true}) {
+                                        if (sp && tp == 1) continue;
+                                        if (tp_within_domain && tp > base.system.scale_up_domain) continue;
+                                        ParallelConfig p;
+                                        p.tp = tp;
+                                        p.pp = pp;
+                                        p.cp = cp;
+                                        p.dp = gpus / (tp * pp * cp);
+                                        p.ep = ep;
+                                        p.vp = vp;
+                                        p.microbatch = mb;
+                                        p.zero = zero;
+                                        p.recompute = rc;
+                                        p.sequence_parallel = sp;
+                                        // Fields the scenario fixes are held, as search holds them.
+                                        Json d = doc;
+                                        Json par = parallel_json(p);
+                                        if (doc.contains("parallel"))
+                                            for (const auto& [k, v] : doc["parallel"].items())
+                                                if (par[k] != v) goto next;
+                                        d["parallel"] = par;
+                                        {
+                                            auto s = build_scenario(d, Purpose::train);
+                                            if (!s.ok()) continue;
+                                            ++b.valid;
+                                            const TrainResult r = evaluate_training({s->model, s->system, s->training}, p);
+                                            if (!r.fits_in_memory) continue;
+                                            ++b.feasible;
+                                            b.hits.push_back({p, r, objective_score(obj, r)});
+                                        }
+                                    next:;
+                                    }
+    std::sort(b.hits.begin(), b.hits.end(), hit_before);
+    return b;
+}
+
+SearchResult run_search(const Json& doc, int64_t gpus, Objective obj, bool tp_within_domain, unsigned threads,
+                        size_t k) {
+    const Scenario s = scenario_of(doc, Purpose::search);
+    SearchOptions o;
+    o.gpus = gpus;
+    o.top_k = k;
+    o.threads = threads;
+    o.objective = obj;
+    o.tp_within_domain = tp_within_domain;
+    return search_layouts({s.model, s.system, s.training}, constraints_from(s.parallel, s.parallel_given), o);
+}
+
+void expect_same_best(const Brute& b, const SearchResult& r, size_t k) {
+    ASSERT_EQ(r.best.size(), std::min(k, b.hits.size()));
+    for (size_t i = 0; i < r.best.size(); ++i) {
+        EXPECT_FALSE(layout_before(r.best[i].layout, b.hits[i].layout) || layout_before(b.hits[i].layout, r.best[i].layout))
+            << "rank " << i << ": search " << parallel_json(r.best[i].layout).dump() << " brute force "
+            << parallel_json(b.hits[i].layout).dump();
+        EXPECT_EQ(r.best[i].score, b.hits[i].score) << "rank " << i;
+        EXPECT_EQ(r.best[i].result.memory.peak_bytes_per_gpu, b.hits[i].result.memory.peak_bytes_per_gpu) << "rank " << i;
+    }
+}
+
+struct SmallSpace {
+    const char* doc;
+    int64_t gpus;
+    bool costed_misfits;  // some layouts pass the memory bound yet overflow once activations count
+};
+
+class SearchVsBruteForce : public ::testing::TestWithParam<SmallSpace> {};
+
+TEST_P(SearchVsBruteForce, IdenticalBestAndCounts) {
+    const Json doc = doc_of(GetParam().doc);
+    const int64_t n = GetParam().gpus;
+    for (bool domain : {false, true}) {
+        SCOPED_TRACE(domain ? "tp within the scale-up domain" : "tp anywhere");
+        const Brute b = brute_force(doc, n, Objective::step_time, domain);
+        const SearchResult r = run_search(doc, n, Objective::step_time, domain, 2, 8);
+        ASSERT_GT(b.feasible, 0);
+        expect_same_best(b, r, 8);
+        EXPECT_EQ(r.stats.feasible, b.feasible);
+        // Every layout train accepts is either costed or pruned by the memory bound.
+        EXPECT_EQ(r.stats.candidates - r.stats.pruned_domain, b.valid);
+        EXPECT_EQ(r.stats.evaluated + r.stats.pruned_memory, b.valid);
+        EXPECT_FALSE(r.stats.interrupted);
+        EXPECT_GT(r.stats.pruned_memory, 0);  // the bound is exercised in every space below
+        EXPECT_EQ(r.stats.evaluated > r.stats.feasible, GetParam().costed_misfits);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SmallSpaces, SearchVsBruteForce,
+    ::testing::Values(
+        // A 13B model on 40 GB GPUs with long sequences: some layouts overflow on weights alone
+        // (pruned before costing), some only once activations count.
+        SmallSpace{R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
+                       "training": {"global_batch": 16, "precision": "bf16"}})",
+                   8, true},
+        SmallSpace{R"({"model": {"preset": "gpt3-175b", "layers": 12, "seq_len": 1024}, "system": {"preset": "dgx-a100-80gb"},
+                       "training": {"global_batch": 8, "precision": "fp16"}})",
+                   8, false},
+        // MoE: expert parallelism inside dp x cp.
+        SmallSpace{R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "seq_len": 8192}, "system": {"preset": "dgx-h100"},
+                       "training": {"global_batch": 4, "precision": "bf16"}})",
+                   8, false},
+        // Fields given in the scenario are held fixed.
+        SmallSpace{R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
+                       "parallel": {"pp": 1, "recompute": "selective", "microbatch": 2},
+                       "training": {"global_batch": 16, "precision": "bf16"}})",
+                   8, true}));
+
+constexpr const char* kGpt3 = R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
+                                  "training": {"global_batch": 4096, "precision": "bf16"}})";
+
+TEST(Search, ThreadCountDoesNotChangeTheAnswer) {
+    const Json doc = doc_of(kGpt3);
+    const SearchResult one = run_search(doc, 4096, Objective::step_time, true, 1, 20);
+    for (unsigned t : {2u, 3u, 7u}) {
+        const SearchResult r = run_search(doc, 4096, Objective::step_time, true, t, 20);
+        EXPECT_EQ(r.stats.threads, t);
+        EXPECT_EQ(r.stats.evaluated, one.stats.evaluated);
+        EXPECT_EQ(r.stats.feasible, one.stats.feasible);
+        EXPECT_EQ(r.stats.pruned_memory, one.stats.pruned_memory);
+        EXPECT_EQ(r.stats.layer_costings, one.stats.layer_costings);
+        ASSERT_EQ(r.best.size(), one.best.size());
+        for (size_t i = 0; i < r.best.size(); ++i) {
+            EXPECT_EQ(parallel_json(r.best[i].layout), parallel_json(one.best[i].layout)) << "threads " << t << " rank " << i;
+            EXPECT_EQ(r.best[i].score, one.best[i].score);
+        }
+    }
+}
+
+// GPT-3 175B on 4,096 A100s: the best layouts re-evaluated one by one give the same numbers,
+// and no layout `train` accepts (tp beyond the NVLink domain included) beats the best.
+TEST(Search, Gpt3On4096BestIsReproducibleAndUnbeaten) {
+    const Json doc = doc_of(kGpt3);
+    const SearchResult r = run_search(doc, 4096, Objective::step_time, true, 2, 5);
+    ASSERT_EQ(r.best.size(), 5u);
+    EXPECT_GT(r.stats.evaluated, 100000);
+    EXPECT_TRUE(r.best.front().result.fits_in_memory);
+    for (const SearchHit& h : r.best) {
+        Json d = doc;
+        d["parallel"] = parallel_json(h.layout);
+        const Scenario s = scenario_of(d, Purpose::train);  // a layout train accepts
+        const TrainResult again = evaluate_training({s.model, s.system, s.training}, h.layout);
+        EXPECT_EQ(again.step_time_s, h.result.step_time_s);
+        EXPECT_EQ(again.memory.peak_bytes_per_gpu, h.result.memory.peak_bytes_per_gpu);
+        EXPECT_TRUE(again.fits_in_memory);
+        EXPECT_EQ(h.result.gpus, 4096);
+    }
+
+    std::mt19937_64 rng(20240917);
+    auto pick = [&rng](std::initializer_list<int64_t> v) { return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)); };
+    int valid = 0;
+    for (int i = 0; i < 4000; ++i) {
+        ParallelConfig p;
+        p.tp = pick({1, 2, 4, 8, 16, 32});
+        p.pp = pick({1, 2, 4, 8, 16, 32});
+        p.cp = pick({1, 1, 1, 2, 4});
+        if (4096 % (p.tp * p.pp * p.cp) != 0) continue;
+        p.dp = 4096 / (p.tp * p.pp * p.cp);
+        p.vp = pick({1, 1, 2, 3, 4, 6, 12});
+        p.microbatch = pick({1, 2, 4, 8, 16});
+        p.zero = pick({0, 1, 2, 3});
+        p.recompute = static_cast<Recompute>(pick({0, 1, 2}));
+        p.sequence_parallel = pick({0, 1}) == 1;
+        Json d = doc;
+        d["parallel"] = parallel_json(p);
+        auto s = build_scenario(d, Purpose::train);
+        if (!s.ok()) continue;
+        ++valid;
+        const TrainResult t = evaluate_training({s->model, s->system, s->training}, p);
+        if (t.fits_in_memory) {
+            EXPECT_GE(t.step_time_s, r.best.front().result.step_time_s) << parallel_json(p).dump();
+        }
+    }
+    EXPECT_GT(valid, 500);
+}
+
+TEST(Search, ObjectivesAgreeAtFixedGpuCountAndBatch) {
+    // Same GPUs and tokens per step: the fastest step is the highest throughput per GPU.
+    const Json doc = doc_of(kGpt3);
+    const SearchResult a = run_search(doc, 1024, Objective::step_time, true, 2, 1);
+    const SearchResult b = run_search(doc, 1024, Objective::tokens_per_s_per_gpu, true, 2, 1);
+    ASSERT_EQ(a.best.size(), 1u);
+    ASSERT_EQ(b.best.size(), 1u);
+    EXPECT_EQ(a.best[0].result.step_time_s, b.best[0].result.step_time_s);
+    EXPECT_LT(b.best[0].score, 0);
+}
+
+TEST(Search, StopFlagEndsEarlyWithoutCrashing) {
+    const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
+    std::atomic<bool> stop{true};
+    SearchOptions o;
+    o.gpus = 4096;
+    o.threads = 2;
+    o.stop = &stop;
+    const SearchResult r = search_layouts({s.model, s.system, s.training}, {}, o);
+    EXPECT_TRUE(r.stats.interrupted);
+    EXPECT_EQ(r.stats.evaluated, 0);
+    EXPECT_GT(r.stats.candidates, 0);
+}
+
+TEST(Search, ProgressIsReportedAndConsistent) {
+    const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
+    SearchOptions o;
+    o.gpus = 4096;
+    o.threads = 1;
+    int64_t last_total = -1;
+    const SearchResult r = search_layouts({s.model, s.system, s.training}, {}, o, [&](const SearchProgress& p) {
+        EXPECT_LE(p.done, p.total);
+        last_total = p.total;
+    });
+    if (last_total >= 0) {
+        EXPECT_EQ(last_total, r.stats.candidates - r.stats.pruned_domain);
+    }
+}
+
+TEST(Search, NoValidLayoutGivesNoCandidates) {
+    const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
+    SearchOptions o;
+    o.gpus = 7 * 11 * 13;  // no tensor or pipeline split of GPT-3 uses these factors, and dp must divide 4096
+    const SearchResult r = search_layouts({s.model, s.system, s.training}, {}, o);
+    EXPECT_EQ(r.stats.candidates, 0);
+    EXPECT_TRUE(r.best.empty());
+}
+
+TEST(GpuCounts, ParsesCountsListsAndRanges) {
+    EXPECT_EQ(parse_gpu_counts("4096").value(), (std::vector<int64_t>{4096}));
+    EXPECT_EQ(parse_gpu_counts("1024,2048,4096").value(), (std::vector<int64_t>{1024, 2048, 4096}));
+    EXPECT_EQ(parse_gpu_counts("256:16384:x2").value(), (std::vector<int64_t>{256, 512, 1024, 2048, 4096, 8192, 16384}));
+    EXPECT_EQ(parse_gpu_counts("256:1000").value(), (std::vector<int64_t>{256, 512}));
+    EXPECT_EQ(parse_gpu_counts("8:32:+8").value(), (std::vector<int64_t>{8, 16, 24, 32}));
+    for (const char* bad : {"", "0", "-8", "abc", "8,", ",8", "8:4", "8:64:x1", "8:64:y2", "8:64:x", "1:2:3:4", "99999999999",
+                            "1:100000:+1", "4096.0", "16777217"}) {
+        auto r = parse_gpu_counts(bad);
+        EXPECT_FALSE(r.ok()) << bad;
+        if (!r.ok()) {
+            EXPECT_EQ(r.error().path, "--gpus");
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sm
