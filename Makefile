@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps configure build run test bench clean
+.PHONY: deps configure build run test bench docs clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -22,6 +22,10 @@ test: build
 
 bench: build
 	@$(BUILD_DIR)/bench/scalemodel_bench
+
+# docs/VALIDATION.md is generated; a test fails when it is stale.
+docs: build
+	@$(BUILD_DIR)/scalemodel validate --format markdown > docs/VALIDATION.md
 
 clean:
 	rm -rf $(BUILD_DIR)
