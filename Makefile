@@ -15,7 +15,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	@$(BUILD_DIR)/scalemodel train examples/gpt3-175b-64xa100.json
+	@$(BUILD_DIR)/scalemodel search examples/search-gpt3-175b.json --gpus 1024 --top 10
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -1,0 +1,45 @@
+// The layout search end to end: GPT-3 175B on dgx-a100-80gb, global batch 4,096, bf16.
+// items_per_second is layouts costed (assemble_step calls) per second of wall time, the
+// figure docs/PERFORMANCE.md quotes; the argument is the thread count.
+#include <benchmark/benchmark.h>
+
+#include "io/scenario.hpp"
+#include "search/search.hpp"
+
+namespace {
+
+sm::Scenario gpt3_search_scenario() {
+    auto doc = sm::parse_scenario_text(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
+        "training": {"global_batch": 4096, "precision": "bf16"}})", "bench");
+    return sm::build_scenario(doc.value(), sm::Purpose::search).value();
+}
+
+void run(benchmark::State& state, int64_t gpus, bool tp_within_domain) {
+    const sm::Scenario s = gpt3_search_scenario();
+    const sm::TrainContext ctx{s.model, s.system, s.training};
+    sm::SearchOptions o;
+    o.gpus = gpus;
+    o.threads = static_cast<unsigned>(state.range(0));
+    o.tp_within_domain = tp_within_domain;
+    int64_t evaluated = 0;
+    for (auto _ : state) {
+        const sm::SearchResult r = sm::search_layouts(ctx, {}, o);
+        evaluated += r.stats.evaluated;
+        benchmark::DoNotOptimize(r.best.data());
+    }
+    state.SetItemsProcessed(evaluated);
+}
+
+// The default search (tensor parallelism inside one 8-GPU NVLink domain).
+void BM_SearchGpt3_4096(benchmark::State& state) { run(state, 4096, true); }
+BENCHMARK(BM_SearchGpt3_4096)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Every tensor-parallel degree the model admits: a larger space, same per-layout cost.
+void BM_SearchGpt3_4096_AnyTp(benchmark::State& state) { run(state, 4096, false); }
+BENCHMARK(BM_SearchGpt3_4096_AnyTp)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A larger machine: more dp/pp/cp splits per layer key.
+void BM_SearchGpt3_16384(benchmark::State& state) { run(state, 16384, false); }
+BENCHMARK(BM_SearchGpt3_16384)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
