@@ -38,7 +38,7 @@ void add_block(std::vector<RooflineRow>& rows, const char* phase, const char* bl
         const double peak = op_peak(op, sys, ctx);
         r.balance = peak / bw;
         double rate = 0;
-        if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) rate = peak * gemm_efficiency(op.gemm, sys.eff);
+        if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) rate = peak * gemm_efficiency(op.gemm, sys.eff, ctx.operand_bytes);
         if (op.kind == OpKind::attention) rate = peak * sys.eff.attention_max;
         r.compute_s = rate > 0 ? r.flop / rate : 0;
         r.memory_s = memory_time_s(r.bytes, sys);

@@ -1,0 +1,284 @@
+// Inference: KV cache, decode FLOP and bytes by hand, exact summation of the growing cache,
+// tensor- and pipeline-parallel bookkeeping, memory limits, and the seed paper's latencies.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "inference/inference.hpp"
+#include "inference/roofline.hpp"
+#include "io/scenario.hpp"
+#include "io/validation.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+using testing::model_preset;
+using testing::system_preset;
+
+// A Llama-style toy: h = 64, 4 heads of 16, 2 KV heads (GQA), SwiGLU f = 128, V = 100.
+ModelSpec tiny() {
+    ModelSpec m;
+    m.name = "tiny";
+    m.layers = 2;
+    m.hidden = 64;
+    m.heads = 4;
+    m.kv_heads = 2;
+    m.ffn_hidden = 128;
+    m.ffn_act = FfnAct::swiglu;
+    m.vocab = 100;
+    m.seq_len = 1024;
+    m.norm = NormKind::rmsnorm;
+    m.bias = false;
+    m.position = PositionKind::rope;
+    return m;
+}
+
+InferenceSpec workload(int64_t batch, int64_t in, int64_t out) {
+    InferenceSpec s;
+    s.batch = batch;
+    s.input_len = in;
+    s.output_len = out;
+    s.precision = Precision::fp16;
+    s.weight_precision = Precision::fp16;
+    s.kv_precision = Precision::fp16;
+    return s;
+}
+
+TEST(Inference, KvCacheBytesByHand) {
+    const ModelSpec m = tiny();
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = workload(3, 10, 5);
+    const ParallelConfig p;
+    // layers x (K and V) x batch x tokens x kv_heads x head_dim x bytes
+    const double expected = 2.0 * 2.0 * 3.0 * 15.0 * 2.0 * 16.0 * 2.0;
+    EXPECT_DOUBLE_EQ(inference_memory({m, sys, s}, p, s.batch).kv_cache_bytes, expected);
+    // Multi-head attention keeps twice the cache of this 2-group GQA; an fp8 cache half.
+    ModelSpec mha = m;
+    mha.kv_heads = 4;
+    EXPECT_DOUBLE_EQ(inference_memory({mha, sys, s}, p, s.batch).kv_cache_bytes, 2.0 * expected);
+    InferenceSpec fp8 = s;
+    fp8.kv_precision = Precision::fp8;
+    EXPECT_DOUBLE_EQ(inference_memory({m, sys, fp8}, p, s.batch).kv_cache_bytes, 0.5 * expected);
+}
+
+TEST(Inference, DecodeFlopAndBytesPerTokenByHand) {
+    const ModelSpec m = tiny();
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = workload(1, 10, 5);
+    const double h = 64, d = 16, heads = 4, kv = 2, f = 128, V = 100, L = 2, c = 12, e = 2;
+    const PassCost step = decode_step_cost({m, sys, s}, ParallelConfig{}, c);
+
+    // FLOP: 2 x every weight matrix (one token), the attention's 4 x heads x context x d, the head.
+    const double weights = h * (heads + 2 * kv) * d + heads * d * h + h * 2 * f + f * h;
+    const double flop = L * (2 * weights + 4 * heads * c * d) + 2 * h * V;
+    EXPECT_DOUBLE_EQ(step.flop, flop);
+
+    // Bytes: each GEMM reads its input and weight and writes its output; attention reads Q and
+    // writes O (activations) and reads K and V for the whole context (cache); element-wise ops
+    // as the op catalogue lists them.
+    auto gemm = [&](double n, double k) { return k * e + k * n * e + n * e; };
+    const double gemms = gemm((heads + 2 * kv) * d, h) + gemm(h, heads * d) + gemm(2 * f, h) + gemm(h, f);
+    const double attention = 2 * heads * d * e + 2 * c * kv * d * e;
+    const double norms = 2 * (2 * h * e);
+    const double rope = 2 * (heads + kv) * d * e;
+    const double residuals = 2 * (3 * h * e);
+    const double act = (2 * f + f) * e;
+    const double layer = gemms + attention + norms + rope + residuals + act;
+    const double embedding = 2 * h * e;
+    const double head = 2 * h * e + gemm(V, h);
+    EXPECT_DOUBLE_EQ(step.hbm_bytes, L * layer + embedding + head);
+}
+
+TEST(Inference, DecodeSumEqualsStepByStep) {
+    // Large batch so that some ops cross from memory- to compute-bound as the cache grows.
+    const ModelSpec m = model_preset("llama2-7b");
+    const SystemSpec sys = system_preset("dgx-a100-80gb");
+    for (int64_t batch : {1, 64, 512}) {
+        const InferenceSpec s = workload(batch, 300, 700);
+        const InferContext c{m, sys, s};
+        double direct = 0, compute = 0;
+        for (int64_t ctx = 301; ctx <= 999; ++ctx) {
+            const PassCost step = decode_step_cost(c, ParallelConfig{}, static_cast<double>(ctx));
+            direct += step.total_s();
+            compute += step.compute_s;
+        }
+        const PassCost sum = decode_sum(c, ParallelConfig{}, 301, 999);
+        EXPECT_NEAR(sum.total_s(), direct, 1e-3 * direct) << batch;
+        EXPECT_NEAR(sum.compute_s, compute, 1e-3 * compute) << batch;
+        const InferResult r = evaluate_inference(c, ParallelConfig{});
+        EXPECT_EQ(r.decode_steps, 699);
+        EXPECT_NEAR(r.e2e_latency_s, r.ttft_s + direct, 1e-3 * direct);
+        EXPECT_NEAR(r.tpot_s, direct / 699.0, 1e-3 * direct / 699.0);
+        // The cache grows, so the last step is slower than the first.
+        EXPECT_GT(r.decode_last.total_s(), r.decode_first.total_s());
+    }
+}
+
+TEST(Inference, DecodeMemoryBoundAtBatchOneComputeBoundLater) {
+    const ModelSpec m = model_preset("llama2-7b");
+    const SystemSpec sys = system_preset("dgx-h100");
+    auto ffn_up = [&](int64_t batch) {
+        const InferenceSpec s = workload(batch, 512, 128);
+        const Roofline r = inference_roofline({m, sys, s}, ParallelConfig{}, 0);
+        for (const RooflineRow& row : r.rows)
+            if (row.phase == "decode" && row.name == "ffn_up") return row;
+        ADD_FAILURE() << "no decode ffn_up row";
+        return RooflineRow{};
+    };
+    const RooflineRow one = ffn_up(1);
+    EXPECT_EQ(one.bound, Bound::memory);
+    EXPECT_LT(one.intensity, 2.0);  // a matrix-vector product: ~1 FLOP per weight byte
+    EXPECT_EQ(ffn_up(1024).bound, Bound::compute);
+    // Whole decode step of a GQA model at a short context (so that the weight GEMMs, not the
+    // cache reads, dominate): memory-bound at batch 1, compute-bound at a large batch.
+    const ModelSpec gqa = model_preset("llama2-70b");
+    auto split = [&](int64_t batch) {
+        const InferenceSpec s = workload(batch, 64, 16);
+        return phase_split(inference_roofline({gqa, sys, s}, ParallelConfig{}, 0), "decode").dominant();
+    };
+    EXPECT_EQ(split(1), Bound::memory);
+    EXPECT_EQ(split(1024), Bound::compute);
+    // Multi-head attention's cache reads stay memory-bound at any batch (~1 FLOP per byte).
+    const InferenceSpec big = workload(1024, 512, 128);
+    for (const RooflineRow& row : inference_roofline({m, sys, big}, ParallelConfig{}, 0).rows)
+        if (row.phase == "decode" && row.name == "attention") EXPECT_EQ(row.bound, Bound::memory);
+    // And the time per output token barely moves from batch 1 to 8 (weights dominate).
+    const InferenceSpec s1 = workload(1, 128, 16), s8 = workload(8, 128, 16);
+    const double t1 = evaluate_inference({m, sys, s1}, ParallelConfig{}).tpot_s;
+    const double t8 = evaluate_inference({m, sys, s8}, ParallelConfig{}).tpot_s;
+    EXPECT_LT(t8, 1.1 * t1);
+}
+
+TEST(Inference, TensorParallelDividesWeightBytesExactly) {
+    const ModelSpec m = model_preset("llama2-7b");
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = workload(1, 400, 200);
+    // With tp = 1 the op list's matrices plus the norms are the published parameter count.
+    EXPECT_DOUBLE_EQ(weight_params_per_gpu(m, ParallelConfig{}), count_params(m).total(m.layers));
+    // RMSNorm vectors (2 per layer + the final one) are replicated; every matrix is split.
+    const double norms = (2.0 * 32 + 1) * 4096 * 2;
+    const double w1 = evaluate_inference({m, sys, s}, ParallelConfig{}).memory.weights_bytes;
+    for (int64_t tp : {2, 4, 8}) {
+        ParallelConfig p;
+        p.tp = tp;
+        const double wt = evaluate_inference({m, sys, s}, p).memory.weights_bytes;
+        EXPECT_DOUBLE_EQ(w1 - norms, static_cast<double>(tp) * (wt - norms)) << tp;
+    }
+}
+
+TEST(Inference, TensorParallelAddsAllReducesPerLayer) {
+    const ModelSpec m = model_preset("llama2-7b");
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = workload(1, 400, 200);
+    ParallelConfig p;
+    EXPECT_EQ(decode_step_cost({m, sys, s}, p, 500).tp_comm_s, 0.0);
+    p.tp = 8;
+    const PassCost step = decode_step_cost({m, sys, s}, p, 500);
+    // 2 per layer + the embedding's + the logits gather; each at least the per-call overhead.
+    EXPECT_GE(step.tp_comm_s, (2.0 * 32 + 2) * sys.eff.host_collective_overhead_s);
+    EXPECT_GT(step.tp_comm_s, 0.0);
+}
+
+TEST(Inference, PipelineLatencyIsTheSumOverStages) {
+    const ModelSpec m = model_preset("llama2-13b");
+    const SystemSpec sys = system_preset("dgx-a100-80gb");
+    const InferenceSpec s = workload(4, 400, 50);
+    ParallelConfig p1, p4;
+    p4.pp = 4;
+    const PassCost a = decode_step_cost({m, sys, s}, p1, 420);
+    const PassCost b = decode_step_cost({m, sys, s}, p4, 420);
+    // Same kernels in sequence; three hops between the four stages on top.
+    EXPECT_DOUBLE_EQ(a.compute_s, b.compute_s);
+    EXPECT_EQ(a.pp_comm_s, 0.0);
+    EXPECT_GT(b.pp_comm_s, 0.0);
+    EXPECT_NEAR(b.total_s(), a.total_s() + b.pp_comm_s, 1e-12);
+    // Each GPU holds a quarter of the layers.
+    const InferResult r1 = evaluate_inference({m, sys, s}, p1), r4 = evaluate_inference({m, sys, s}, p4);
+    EXPECT_NEAR(r4.memory.kv_cache_bytes, r1.memory.kv_cache_bytes / 4.0, 1e-6);
+    EXPECT_LT(r4.memory.weights_bytes, r1.memory.weights_bytes / 3.0);
+}
+
+TEST(Inference, WeightPrecisionSetsStreamedBytes) {
+    const ModelSpec m = model_preset("llama2-7b");
+    const SystemSpec sys = system_preset("dgx-a100-80gb");
+    InferenceSpec s = workload(1, 400, 200);
+    const InferResult fp16 = evaluate_inference({m, sys, s}, ParallelConfig{});
+    s.weight_precision = Precision::int4;
+    const InferResult int4 = evaluate_inference({m, sys, s}, ParallelConfig{});
+    EXPECT_DOUBLE_EQ(int4.memory.weights_bytes, fp16.memory.weights_bytes / 4.0);
+    // Decode streams the weights in their storage format: the GEMMs move a quarter of the
+    // weight bytes, and decoding gets faster (how much depends on when a GEMV turns
+    // compute-bound under the GEMM efficiency curve).
+    const double params = weight_params_per_gpu(m, ParallelConfig{});
+    const double embedding = 32000.0 * 4096;  // looked up, not streamed
+    const double saved = (params - embedding) * (2.0 - 0.5) * 199.0;  // per decode step x steps
+    EXPECT_NEAR(fp16.decode.hbm_bytes - int4.decode.hbm_bytes, saved, 1e-3 * saved);
+    EXPECT_LT(int4.decode.compute_s, 0.8 * fp16.decode.compute_s);
+}
+
+TEST(Inference, LargestBatchThatFits) {
+    const ModelSpec m = model_preset("llama2-70b");
+    const SystemSpec sys = system_preset("dgx-h100");
+    ParallelConfig p;
+    p.tp = 2;
+    const InferenceSpec s = workload(1, 2048, 2048);
+    const int64_t b = max_batch_that_fits({m, sys, s}, p);
+    ASSERT_GT(b, 0);
+    EXPECT_LE(inference_memory({m, sys, s}, p, b).peak_bytes_per_gpu, sys.accel.memory_bytes);
+    EXPECT_GT(inference_memory({m, sys, s}, p, b + 1).peak_bytes_per_gpu, sys.accel.memory_bytes);
+    // 70B in fp16 on one 80 GiB GPU: the weights alone do not fit.
+    EXPECT_EQ(max_batch_that_fits({m, sys, s}, ParallelConfig{}), 0);
+    EXPECT_FALSE(evaluate_inference({m, sys, s}, ParallelConfig{}).fits_in_memory);
+}
+
+TEST(Inference, PrecisionTheAcceleratorLacksIsAnInputError) {
+    auto doc = parse_scenario_text(
+        R"({"model": {"preset": "llama2-7b"}, "system": {"preset": "dgx-a100-80gb"},
+            "inference": {"batch": 1, "input_len": 8, "output_len": 8, "precision": "fp8"}})",
+        "test");
+    ASSERT_TRUE(doc.ok());
+    auto s = build_scenario(doc.value(), Purpose::infer);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().path, "inference.precision");
+    // Weight-only int4 with fp16 math is fine on an A100.
+    auto ok = parse_scenario_text(
+        R"({"model": {"preset": "llama2-7b"}, "system": {"preset": "dgx-a100-80gb"},
+            "inference": {"precision": "fp16", "weight_precision": "int4"}})",
+        "test");
+    ASSERT_TRUE(ok.ok());
+    EXPECT_TRUE(build_scenario(ok.value(), Purpose::infer).ok());
+}
+
+TEST(Inference, SingleOutputTokenIsPrefillOnly) {
+    const ModelSpec m = tiny();
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = workload(2, 16, 1);
+    const InferResult r = evaluate_inference({m, sys, s}, ParallelConfig{});
+    EXPECT_EQ(r.decode_steps, 0);
+    EXPECT_EQ(r.tpot_s, 0.0);
+    EXPECT_DOUBLE_EQ(r.e2e_latency_s, r.ttft_s);
+    EXPECT_TRUE(std::isfinite(r.output_tokens_per_s));
+}
+
+TEST(Inference, BatchSweepSteps) {
+    EXPECT_EQ(sweep_batches({1, 256, 2, true}), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
+    EXPECT_EQ(sweep_batches({8, 30, 8, false}), (std::vector<int64_t>{8, 16, 24}));
+    EXPECT_TRUE(sweep_batches({4, 2, 2, true}).empty());
+}
+
+// The seed paper's validation: NeMo Llama-2 7B/13B/70B end-to-end latency on DGX A100 and H100.
+TEST(Inference, SeedPaperLatenciesWithinTenPercent) {
+    const ValidationReport rep = run_builtin_validation();
+    std::vector<ValidationCase> imec;
+    for (const auto& c : rep.cases)
+        if (c.id.rfind("imec-", 0) == 0) imec.push_back(c);
+    for (const auto& s : rep.skipped) EXPECT_NE(s.rfind("imec-", 0), 0u) << "skipped: " << s;
+    ASSERT_EQ(imec.size(), 22u);
+    for (const auto& c : imec) EXPECT_EQ(c.metric, "e2e_latency_s");
+    const ValidationSummary sum = summarize(imec);
+    EXPECT_LE(sum.mean_abs_error, 0.10) << "worst " << sum.worst_id;
+}
+
+}  // namespace
+}  // namespace sm
