@@ -1,4 +1,6 @@
 #include <charconv>
+
+#include <fmt/format.h>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -12,6 +14,7 @@ namespace sm::cli {
 namespace {
 
 constexpr int64_t kMaxSweepBatch = int64_t{1} << 20;  // inference.batch's own limit
+constexpr int64_t kMaxSweepPoints = 4096;             // sweep_batches' limit
 
 bool parse_int(std::string_view s, int64_t& v) {
     const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -37,6 +40,8 @@ Expected<BatchSweep> parse_sweep(const std::string& text) {
         if (s.step < (s.geometric ? 2 : 1) || s.step > kMaxSweepBatch) return bad;
     }
     if (s.first < 1 || s.last < s.first || s.last > kMaxSweepBatch) return bad;
+    if (!s.geometric && (s.last - s.first) / s.step >= kMaxSweepPoints)
+        return InputError{"--sweep-batch", "\"" + text + "\"", fmt::format("at most {} batch sizes; use a larger step", kMaxSweepPoints)};
     return s;
 }
 
