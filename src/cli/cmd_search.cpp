@@ -2,6 +2,7 @@
 // layout per GPU count (the scaling curve) when --gpus is a list or a range.
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -128,7 +129,7 @@ std::string header_text(const Scenario& s, const SearchOptions& o, double tokens
 
 std::string stats_text(const SearchStats& st, const SystemSpec& sys) {
     const double per_s = st.elapsed_s > 0 ? static_cast<double>(st.evaluated) / st.elapsed_s : 0.0;
-    std::string t = fmt::format("Searched {} valid layouts in {:.3f} s: {} costed ({}layouts/s on {} threads, {} per-layer costings), {} fit in memory",
+    std::string t = fmt::format("{} valid layouts; in {:.3f} s {} costed ({}layouts/s on {} threads, {} per-layer costings), {} fit in memory",
                                 count(st.candidates), st.elapsed_s, count(st.evaluated), rate(per_s), st.threads,
                                 count(st.layer_costings), count(st.feasible));
     t += fmt::format("; pruned {} (tp beyond the {}-GPU scale-up domain) and {} (weights + optimizer state alone overflow memory)\n",
@@ -194,6 +195,8 @@ Runner add_search(CLI::App& app) {
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
+        if (!std::isfinite(o->tokens) || o->tokens < 0)
+            return bad_input({"--tokens", fmt::format("{}", o->tokens), "a token budget from 1 to 1e18, e.g. 300e9"});
         auto loaded = load(o->scenario, o->sets, Purpose::search);
         if (!loaded) return bad_input(loaded.error());
         const Scenario& s = *loaded;
@@ -240,13 +243,14 @@ Runner add_search(CLI::App& app) {
             const SearchResult& r = runs.front().second;
             if (r.stats.candidates == 0)
                 return bad_input({"--gpus", std::to_string(counts.front()),
-                                  fmt::format("no valid layout of this many GPUs for {} with global batch {} and {} held fixed",
-                                              s.model.name, s.training.global_batch, held_text(given, parallel_json(s.parallel)))});
+                                  fmt::format("no valid layout of this many GPUs for {} with global batch {}{}", s.model.name,
+                                              s.training.global_batch,
+                                              given.empty() ? "" : " and " + held_text(given, parallel_json(s.parallel)) + " held fixed")});
             if (r.best.empty() && !interrupted)
-                std::cerr << "scalemodel: warning: none of the " << count(r.stats.evaluated) << " layouts costed fits in "
-                          << gib(s.system.accel.memory_bytes) << " per GPU"
-                          << (r.stats.pruned_memory ? fmt::format(" ({} more pruned by memory)", count(r.stats.pruned_memory)) : "")
-                          << "\n";
+                std::cerr << fmt::format("scalemodel: warning: no layout of {} GPUs fits in {} per GPU ({} overflow on weights, "
+                                         "gradients and optimizer state alone, {} more once activations count)\n",
+                                         counts.front(), gib(s.system.accel.memory_bytes), count(r.stats.pruned_memory),
+                                         count(r.stats.evaluated));
             Json results = Json::array();
             for (const SearchHit& h : r.best) results.push_back(hit_json(s, h, o->tokens));
             Json doc = stats_json(r.stats);
