@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "io/op_table.hpp"
 #include "training/step.hpp"
 
 namespace sm::cli {
@@ -11,25 +12,28 @@ Runner add_train(CLI::App& app) {
         std::string scenario;
         std::vector<std::string> sets;
         std::string format = "text";
+        bool ops = false;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("train", "Predict one training step: time, breakdown, memory");
     cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (default: built-in GPT-3 175B on 64 A100s)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_flag("--ops", o->ops, "also show the per-GPU op list of one micro-batch (shapes, FLOP, bytes, times)");
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
         auto s = load(o->scenario, o->sets, Purpose::train);
         if (!s) return bad_input(s.error());
         const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
-        const Json j = train_json(*s, r);
+        Json j = train_json(*s, r);
+        if (o->ops) j["ops"] = training_ops_json(*s);
         if (!r.fits_in_memory)
             std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; "
                       << s->system.accel.name << " has " << gib(s->system.accel.memory_bytes) << "\n";
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(j);
             case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
-            case Format::text: return emit_checked(j, train_text(*s, r));
+            case Format::text: return emit_checked(j, train_text(*s, r) + (o->ops ? training_ops_text(*s) : ""));
         }
         return kExitOk;
     };

@@ -65,14 +65,15 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.fwd_bytes = g.batch * (g.m * g.k * a + g.k * g.n * b + g.m * g.n * out);
             // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
             c.bwd_flop = 2.0 * c.fwd_flop;
-            c.bwd_s = gemm_time_s({g.m, g.k, g.n, g.batch}, a, b, out, peak, sys) +
-                      gemm_time_s({g.k, g.n, g.m, g.batch}, a, a, op.weight ? 4.0 : out, peak, sys);
+            c.dgrad_s = gemm_time_s({g.m, g.k, g.n, g.batch}, a, b, out, peak, sys);
+            c.wgrad_s = gemm_time_s({g.k, g.n, g.m, g.batch}, a, a, op.weight ? 4.0 : out, peak, sys);
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
                 const double fwd_cast = cast_bytes_fwd(g, ctx);
                 c.fwd_s += memory_time_s(fwd_cast, sys) + lat;
                 c.fwd_bytes += fwd_cast;
-                c.bwd_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + lat;
+                c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + lat;
             }
+            c.bwd_s = c.dgrad_s + c.wgrad_s;
             break;
         }
         case OpKind::attention: {
@@ -87,12 +88,14 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.fwd_s = std::max(op.attn_flop / peak, memory_time_s(bytes, sys)) + lat;
             c.bwd_flop = kAttentionBwdFlopRatio * op.attn_flop;
             c.bwd_s = std::max(c.bwd_flop / peak, memory_time_s(2.0 * bytes, sys)) + lat;
+            c.dgrad_s = c.bwd_s;
             break;
         }
         case OpKind::elementwise: {
             c.fwd_bytes = op.bytes;
             c.fwd_s = memory_time_s(op.bytes, sys) + lat;
             c.bwd_s = memory_time_s(op.bytes * op.bwd_bytes_factor, sys) + lat;
+            c.dgrad_s = c.bwd_s;
             break;
         }
     }

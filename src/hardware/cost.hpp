@@ -17,7 +17,9 @@ struct CostContext {
 
 struct OpCost {
     double fwd_s = 0;
-    double bwd_s = 0;
+    double bwd_s = 0;           // dgrad_s + wgrad_s
+    double dgrad_s = 0;         // activation-gradient pass (all of backward for weightless ops)
+    double wgrad_s = 0;         // weight-gradient GEMM
     double fwd_flop = 0;        // executed
     double bwd_flop = 0;
     double fwd_model_flop = 0;  // by convention (see README: MFU)

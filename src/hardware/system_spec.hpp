@@ -13,7 +13,7 @@ namespace sm {
 struct Efficiency {
     double gemm_max = 0.8;             // large-GEMM fraction of matrix peak
     double gemm_half_dim = 96;         // an n or k (weight) dimension this size halves its utilisation
-    double gemm_half_tokens = 64;      // the same for m (tokens): the kernel's M-tile granularity
+    double gemm_half_tokens = 8;       // the same for m (tokens): the kernel's M-tile granularity
     double gemm_max_8bit = 0.8;        // large-GEMM fraction of the fp8/int8 (and 4-bit) peak
     double attention_max = 0.6;        // fused-attention fraction of matrix peak
     double memory_max = 0.85;          // streaming fraction of HBM bandwidth

@@ -9,16 +9,6 @@ namespace {
 
 double as_d(int64_t x) { return static_cast<double>(x); }
 
-CostContext training_context(const TrainingSpec& t) {
-    CostContext ctx;
-    ctx.math = t.precision;
-    ctx.act_bytes = bytes_per_element(activation_precision(t.precision));
-    ctx.operand_bytes = bytes_per_element(t.precision);
-    ctx.weight_bytes = ctx.operand_bytes;
-    ctx.kv_bytes = ctx.act_bytes;
-    return ctx;
-}
-
 // Weights as the framework stores them: bf16/fp16 (fp8 GEMMs cast from them), fp32 for fp32/tf32.
 double stored_weight_bytes(Precision p) { return bytes_per_element(activation_precision(p)); }
 
@@ -40,6 +30,16 @@ StageParams stage_params(const ModelSpec& m, const ParallelConfig& p) {
 }
 
 }  // namespace
+
+CostContext training_cost_context(const TrainingSpec& t) {
+    CostContext ctx;
+    ctx.math = t.precision;
+    ctx.act_bytes = bytes_per_element(activation_precision(t.precision));
+    ctx.operand_bytes = bytes_per_element(t.precision);
+    ctx.weight_bytes = ctx.operand_bytes;
+    ctx.kv_bytes = ctx.act_bytes;
+    return ctx;
+}
 
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t) {
     LayerShape s;
@@ -70,7 +70,7 @@ CommSpans training_spans(const ParallelConfig& p, const SystemSpec& s) {
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     const LayerShape shape = training_shape(c.model, p, c.training);
-    const CostContext ctx = training_context(c.training);
+    const CostContext ctx = training_cost_context(c.training);
     const CommSpans spans = training_spans(p, c.system);
     const double ov = c.training.tp_overlap;
     LayerCosts out;
