@@ -38,10 +38,19 @@ std::string fmt_num(double x) { return fmt::format("{:g}", x); }
 std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
     std::optional<std::string> best;
     size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+    size_t best_prefix = 0;
+    auto common_prefix = [&](const std::string& c) {
+        size_t n = 0;
+        while (n < word.size() && n < c.size() && word[n] == c[n]) ++n;
+        return n;
+    };
     for (const auto& c : candidates) {
         const size_t d = edit_distance(word, c);
-        if (d < best_d) {
+        const size_t prefix = common_prefix(c);
+        // Ties go to the candidate sharing the longer prefix: "tpp" means "tp" more likely than "pp".
+        if (d < best_d || (best && d == best_d && prefix > best_prefix)) {
             best_d = d;
+            best_prefix = prefix;
             best = c;
         }
     }

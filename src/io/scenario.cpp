@@ -49,6 +49,11 @@ Json parse_json(std::string_view text, const std::string& origin) {
         const auto pos = what.find("syntax error");
         if (pos != std::string::npos) what = what.substr(pos);
         fail(origin, fmt::format("invalid JSON at byte {}", e.byte), printable(what, 200));
+    } catch (const Json::exception& e) {  // e.g. out_of_range 406: a number such as 1e400 overflows a double
+        std::string what = e.what();
+        const auto pos = what.find("] ");
+        if (pos != std::string::npos) what = what.substr(pos + 2);
+        fail(origin, "invalid JSON", printable(what, 200) + "; numbers must be finite doubles");
     }
 }
 
