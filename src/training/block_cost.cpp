@@ -31,8 +31,12 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
 
     // Overlappable traffic hides behind independent compute of its own pass: ring attention
     // behind the attention of the previous chunk, TP gathers/reductions behind the other
-    // gradient GEMM (about half of the backward).
+    // gradient GEMM (half of the non-attention backward). The windows are disjoint slices of the
+    // compute, and collectives of different groups run concurrently on their own streams, so a
+    // pass is stretched by the worst of them, not by their sum: faster compute never exposes
+    // more than it saves.
     std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
+    double exposed_fwd = 0, exposed_bwd = 0;
     for (const CommOp& c : ops.comms) {
         const double one = collective_time_s(c.kind, c.bytes, spans.span[idx(c.group)], sys) * c.count;
         const double reps = (recompute == Recompute::full && c.pass == Pass::fwd) ? 2.0 : 1.0;
@@ -43,14 +47,30 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         } else {
             const double hide = c.group == CommGroup::tp ? tp_overlap : 0.0;
             b.comm_exposed_s[g] += one * reps * (1.0 - hide);
+            (c.pass == Pass::fwd ? exposed_fwd : exposed_bwd) += one * reps * (1.0 - hide);
         }
     }
-    for (size_t g = 0; g < kGroups; ++g) {
-        const bool cp = g == idx(CommGroup::cp);
-        const double window_fwd = cp ? attn_fwd_s : 0.0;
-        const double window_bwd = cp ? attn_bwd_s : 0.5 * b.bwd_s;
-        b.comm_exposed_s[g] += std::max(0.0, hidden_fwd[g] - window_fwd) + std::max(0.0, hidden_bwd[g] - window_bwd);
-    }
+    const double fwd_reps = recompute == Recompute::full ? 2.0 : 1.0;  // the recompute's forward hides too
+    auto stretch = [&](const std::array<double, kGroups>& hidden, bool fwd) {
+        size_t worst = 0;
+        double worst_s = 0;
+        for (size_t g = 0; g < kGroups; ++g) {
+            const bool cp = g == idx(CommGroup::cp);
+            const double window = fwd ? (cp ? attn_fwd_s * fwd_reps : 0.0)
+                                      : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));
+            const double e = std::max(0.0, hidden[g] - window);
+            if (e > worst_s) {
+                worst_s = e;
+                worst = g;
+            }
+        }
+        b.comm_exposed_s[worst] += worst_s;
+        return worst_s;
+    };
+    exposed_fwd += stretch(hidden_fwd, true);
+    exposed_bwd += stretch(hidden_bwd, false);
+    b.fwd_wall_s = b.fwd_s + exposed_fwd;
+    b.bwd_wall_s = b.bwd_s + exposed_bwd;
     return b;
 }
 

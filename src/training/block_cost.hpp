@@ -17,6 +17,7 @@ struct BlockCost {
     double model_flop = 0;                           // forward + backward, by convention
     std::array<double, kGroups> comm_link_s{};       // time on the wire per group
     std::array<double, kGroups> comm_exposed_s{};    // part not hidden behind compute
+    double fwd_wall_s = 0, bwd_wall_s = 0;           // each pass with its exposed communication
     double saved_bytes = 0;       // activations kept for backward (no recompute)
     double core_saved_bytes = 0;  // of which dropped by selective recompute
     double input_bytes = 0;       // the block's input: all that full recompute keeps

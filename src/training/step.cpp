@@ -151,8 +151,10 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         const double weights = params * wbytes;
         const double grad_s = collective_time_s(p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter, grads, g, sys);
         const double gather_s = p.zero >= 1 ? collective_time_s(Collective::all_gather, weights, g, sys) : 0.0;
-        const double bwd_window = layers * L.bwd_s;
-        const double fwd_window = layers * L.fwd_s;
+        // Windows are wall times of the passes (exposed layer traffic included), so a faster
+        // GPU never exposes more data-parallel traffic than it saves.
+        const double bwd_window = layers * (L.bwd_wall_s + L.recompute_s);
+        const double fwd_window = layers * L.fwd_wall_s;
         // Bucketed overlap: all but the last layer's bucket can hide behind backward compute.
         auto hidden = [&](double link, double window) {
             return t.dp_overlap ? std::max(link / layers, link - window) : link;
@@ -176,6 +178,16 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double local = params / opt_shard;
     bd.optimizer_s = memory_time_s(local * (gbytes + 2.0 * t.optimizer_state_bytes_per_param + wbytes), sys);
 
+    // Overlap hides traffic behind compute, not behind other traffic: every collective crossing
+    // the scale-out network shares each GPU's NIC, so the step lasts at least their sum. What
+    // overlap claimed beyond that is exposed after all (booked as data-parallel, the overlapped kind).
+    double nic_s = 0;
+    const std::pair<CommGroup, double> traffic[] = {{CommGroup::tp, r.link.tp_s}, {CommGroup::cp, r.link.cp_s},
+                                                    {CommGroup::ep, r.link.ep_s}, {CommGroup::dp, r.link.dp_s},
+                                                    {CommGroup::pp, r.link.pp_s}};
+    for (const auto& [g, link] : traffic)
+        if (spans.span[idx(g)].remote > 1) nic_s += link;
+    if (nic_s > bd.sum()) bd.dp_comm_exposed_s += nic_s - bd.sum();
     r.step_time_s = bd.sum();
     const double tokens = as_d(t.global_batch) * as_d(m.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;
@@ -195,7 +207,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double in_flight = std::min(pp, mb);
     const double interleave = p.vp > 1 && p.pp > 1 ? 1.0 + (pp - 1.0) / (pp * as_d(p.vp)) : 1.0;
     const double act_layer = L.activation_bytes(p.recompute);
-    const double working = p.recompute == Recompute::full ? L.saved_bytes : 0.0;  // one layer rebuilt
+    // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored input)
+    // under full recompute, the attention core under selective.
+    const double working = p.recompute == Recompute::full        ? L.saved_bytes - L.input_bytes
+                           : p.recompute == Recompute::selective ? L.core_saved_bytes
+                                                                 : 0.0;
     const double overhead = t.framework_overhead_bytes + t.comm_buffer_bytes;
     auto stage_memory = [&](double stage_params_n, double act) {
         TrainMemory mem;
