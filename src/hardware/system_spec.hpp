@@ -21,6 +21,7 @@ struct Efficiency {
     double kernel_latency_s = 4e-6;    // launch + tail per kernel
     double scale_up = 0.8;             // achieved fraction of scale-up link bandwidth (NCCL bus bw)
     double scale_out = 0.85;           // achieved fraction of scale-out NIC bandwidth
+    double overlap_interference = 0.0; // compute slowdown per second of communication hidden behind it
     // Inference serving software on the host. An eager-mode framework dispatches each layer's
     // kernels and each collective from Python/C++ on the CPU; at small batch the GPU waits for
     // it. 0: a CUDA-graph-captured engine that hides all of it.

@@ -187,6 +187,7 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         f.kernel_latency_s = e->number("kernel_latency_s", f.kernel_latency_s, 0.0, 1.0);
         f.scale_up = e->number("scale_up", f.scale_up, 1e-3, 1.0);
         f.scale_out = e->number("scale_out", f.scale_out, 1e-3, 1.0);
+        f.overlap_interference = e->number("overlap_interference", f.overlap_interference, 0.0, 1.0);
         f.host_layer_overhead_s = e->number("host_layer_overhead_s", f.host_layer_overhead_s, 0.0, 1.0);
         f.host_collective_overhead_s = e->number("host_collective_overhead_s", f.host_collective_overhead_s, 0.0, 1.0);
         e->finish();

@@ -52,6 +52,7 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
     }
     const double fwd_reps = recompute == Recompute::full ? 2.0 : 1.0;  // the recompute's forward hides too
     auto stretch = [&](const std::array<double, kGroups>& hidden, bool fwd) {
+        double interference = 0;
         size_t worst = 0;
         double worst_s = 0;
         for (size_t g = 0; g < kGroups; ++g) {
@@ -59,13 +60,17 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
             const double window = fwd ? (cp ? attn_fwd_s * fwd_reps : 0.0)
                                       : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));
             const double e = std::max(0.0, hidden[g] - window);
+            // Hidden traffic still takes SMs and HBM bandwidth from the compute it hides behind.
+            const double slowdown = sys.eff.overlap_interference * (hidden[g] - e);
+            b.comm_exposed_s[g] += slowdown;
+            interference += slowdown;
             if (e > worst_s) {
                 worst_s = e;
                 worst = g;
             }
         }
         b.comm_exposed_s[worst] += worst_s;
-        return worst_s;
+        return worst_s + interference;
     };
     exposed_fwd += stretch(hidden_fwd, true);
     exposed_bwd += stretch(hidden_bwd, false);

@@ -155,18 +155,28 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         // GPU never exposes more data-parallel traffic than it saves.
         const double bwd_window = layers * (L.bwd_wall_s + L.recompute_s);
         const double fwd_window = layers * L.fwd_wall_s;
-        // Bucketed overlap: all but the last layer's bucket can hide behind backward compute.
-        auto hidden = [&](double link, double window) {
-            return t.dp_overlap ? std::max(link / layers, link - window) : link;
+        // Bucketed overlap: all but the last layer's bucket can hide behind backward compute;
+        // what hides still slows that compute (NCCL kernels take SMs and HBM bandwidth).
+        const double slow = sys.eff.overlap_interference;
+        auto exposed_of = [&](double link, double window) {
+            if (!t.dp_overlap) return link;
+            const double e = std::max(link / layers, link - window);
+            return e + slow * (link - e);
         };
-        double exposed = hidden(grad_s, bwd_window);
-        double link = grad_s;
+        double link = 0, exposed = 0;
+        if (p.zero >= 2) {  // gradients are partitioned: every micro-batch's are reduce-scattered
+            link += mb * grad_s;
+            exposed += mb * exposed_of(grad_s, bwd_window);
+        } else {            // accumulated locally, reduced once after the last micro-batch
+            link += grad_s;
+            exposed += exposed_of(grad_s, bwd_window);
+        }
         if (p.zero == 3) {  // weights gathered for forward and again for backward, every micro-batch
             link += 2.0 * mb * gather_s;
-            exposed += mb * hidden(2.0 * gather_s, fwd_window + bwd_window);
+            exposed += mb * exposed_of(2.0 * gather_s, fwd_window + bwd_window);
         } else if (p.zero >= 1) {  // updated shards gathered once, overlapped with the next forward
             link += gather_s;
-            exposed += hidden(gather_s, fwd_window);
+            exposed += exposed_of(gather_s, fwd_window);
         }
         r.link.dp_s = link;
         bd.dp_comm_exposed_s = exposed;
