@@ -1,2 +1,220 @@
 #!/usr/bin/env bash
-exit 0
+# The command line as a hostile user meets it. Usage: cli_test.sh PATH/TO/scalemodel SOURCE_DIR
+#
+# Every bad input must give exit status 2, nothing on stdout, and exactly one line on stderr that
+# starts "scalemodel: error:" and names the field (its dotted path). Valid extremes must give
+# exit 0 and finite numbers. Ends with "N passed, N failed"; exits 1 if anything failed.
+set -u
+BIN=${1:?usage: cli_test.sh SCALEMODEL SOURCE_DIR}
+SRC=${2:?usage: cli_test.sh SCALEMODEL SOURCE_DIR}
+H="$SRC/tests/hostile"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+LIMIT=${CLI_TEST_TIMEOUT:-30}  # seconds per run: a hang is a failure
+
+note_fail() {
+    fail=$((fail + 1))
+    echo "FAIL: $*" >&2
+}
+
+# bad EXPECTED_SUBSTRING ARGS...: one hostile run. Standard input comes from $STDIN if set.
+bad() {
+    local want=$1
+    shift
+    local rc
+    if [[ -n ${STDIN:-} ]]; then
+        timeout "$LIMIT" "$BIN" "$@" <"$STDIN" >"$TMP/out" 2>"$TMP/err"
+    else
+        timeout "$LIMIT" "$BIN" "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
+    fi
+    rc=$?
+    local lines
+    lines=$(wc -l <"$TMP/err")
+    local err
+    err=$(head -c 400 "$TMP/err")
+    if [[ $rc -ne 2 ]]; then
+        note_fail "[$*] exit $rc, want 2; stderr: $err"
+    elif [[ -s $TMP/out ]]; then
+        note_fail "[$*] wrote to stdout: $(head -c 200 "$TMP/out")"
+    elif [[ $lines -ne 1 ]]; then
+        note_fail "[$*] $lines stderr lines, want 1: $err"
+    elif [[ $err != "scalemodel: error: "* ]]; then
+        note_fail "[$*] stderr does not start with 'scalemodel: error: ': $err"
+    elif ! grep -qF -- "$want" "$TMP/err"; then
+        note_fail "[$*] stderr does not mention '$want': $err"
+    else
+        pass=$((pass + 1))
+    fi
+}
+
+# good ARGS...: a valid run; exit 0 and no NaN, infinity or null among the numbers.
+# Extra checks: set WANT to a fixed string the output must contain.
+good() {
+    timeout "$LIMIT" "$BIN" "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [[ $rc -ne 0 ]]; then
+        note_fail "[$*] exit $rc, want 0; stderr: $(head -c 400 "$TMP/err")"
+    elif grep -qiE '(^|[^a-z_])(nan|-?inf|infinity|null)([^a-z_]|$)' "$TMP/out"; then
+        note_fail "[$*] non-finite number in output: $(grep -iE 'nan|inf|null' "$TMP/out" | head -3)"
+    elif [[ -n ${WANT:-} ]] && ! grep -qF -- "$WANT" "$TMP/out"; then
+        note_fail "[$*] output lacks '$WANT'"
+    else
+        pass=$((pass + 1))
+    fi
+}
+
+# Hostile files: the name of the file, then the field its error must name.
+file_cases=(
+    "empty.json|empty.json"
+    "truncated.json|truncated.json"
+    "truncated-string.json|truncated-string.json"
+    "garbage.bin|garbage.bin"
+    "invalid-utf8.json|invalid-utf8.json"
+    "array.json|a scenario is a JSON object"
+    "number.json|a scenario is a JSON object"
+    "string.json|a scenario is a JSON object"
+    "null.json|a scenario is a JSON object"
+    "trailing-comma.json|trailing-comma.json"
+    "single-quotes.json|single-quotes.json"
+    "nan.json|nan.json"
+    "infinity.json|infinity.json"
+    "comment.json|comment.json"
+    "duplicate-key.json|duplicate key \"layers\""
+    "overflow-double.json|overflow-double.json"
+    "overflow-int.json|model.hidden"
+    "bom.json|system"
+    "typo-section.json|did you mean \"parallel\""
+    "typo-model.json|model.hiden"
+    "typo-choice.json|parallel.recompute"
+    "typo-preset.json|model.preset"
+    "unknown-system.json|system.preset"
+    "string-for-int.json|model.layers"
+    "bool-for-int.json|parallel.tp"
+    "int-for-bool.json|parallel.sequence_parallel"
+    "fraction.json|parallel.tp"
+    "null-field.json|model.heads"
+    "object-for-number.json|model.layers"
+    "model-string.json|model"
+    "preset-number.json|model.preset"
+    "negative.json|parallel.dp"
+    "zero.json|parallel.microbatch"
+    "zero-batch.json|training.global_batch"
+    "zero-memory.json|system.accelerator.memory_bytes"
+    "negative-bandwidth.json|system.scale_out.bw_bytes_per_s"
+    "efficiency-above-one.json|system.efficiency.gemm_max"
+    "zero-level.json|parallel.zero"
+    "too-many-layers.json|model.layers"
+    "heads-hidden.json|model.heads"
+    "kv-heads.json|model.kv_heads"
+    "tp-heads.json|parallel.tp"
+    "pp-layers.json|parallel.pp"
+    "vp-layers.json|parallel.pp"
+    "vp-without-pp.json|parallel.vp"
+    "batch-dp.json|training.global_batch"
+    "cp-seq.json|parallel.cp"
+    "gpu-overflow.json|parallel"
+    "precision-unsupported.json|training.precision"
+    "precision-unknown.json|training.precision"
+    "moe-topk.json|model.moe.top_k"
+    "ep-dense.json|parallel.ep"
+    "missing-model.json|model"
+    "missing-system.json|system"
+    "missing-accelerator.json|system.accelerator"
+    "missing-layers.json|model.layers"
+    "control-char-key.json|evil\\x0akey"
+)
+for c in "${file_cases[@]}"; do
+    bad "${c#*|}" train "$H/${c%%|*}"
+done
+
+# Files made here: too deep, too big, endless.
+printf '[%.0s' {1..5000} >"$TMP/deep.json"
+bad "nested deeper" train "$TMP/deep.json"
+printf '{"a":%.0s' {1..40} >"$TMP/deep-object.json"
+bad "nested deeper" train "$TMP/deep-object.json"
+head -c 5000000 /dev/zero | tr '\0' ' ' >"$TMP/big.json"
+bad "at most" train "$TMP/big.json"
+bad "at most" train /dev/zero
+bad "SCENARIO" train "$TMP/does-not-exist.json"
+bad "SCENARIO" train "$TMP"
+STDIN="$H/garbage.bin" bad "stdin" train -
+STDIN="$H/truncated.json" bad "stdin" train -
+STDIN=/dev/null bad "stdin" train -
+
+# --set: the same rules, reached by dotted path.
+base="$H/../../examples/gpt3-175b-64xa100.json"
+bad "parallel.tpp" train "$base" --set parallel.tpp=2
+bad "did you mean \"tp\"" train "$base" --set parallel.tpp=2
+bad "parallel.tp" train "$base" --set parallel.tp=0
+bad "parallel.tp" train "$base" --set parallel.tp=-8
+bad "parallel.tp" train "$base" --set parallel.tp=1e999
+bad "parallel.tp" train "$base" --set parallel.tp=9223372036854775808
+bad "parallel.tp" train "$base" --set parallel.tp=eight
+bad "parallel.tp" train "$base" --set 'parallel.tp=[8]'
+bad "parallel.tp" train "$base" --set 'parallel.tp={"x":1}'
+bad "parallel.tp" train "$base" --set parallel.tp=null
+bad "parallel.tp" train "$base" --set parallel.tp=5
+bad "parallel.sequence_parallel" train "$base" --set parallel.sequence_parallel=yes
+bad "model.preset" train "$base" --set model.preset=gpt3-175
+bad "model.preset" train "$base" --set "model.preset=evil$(printf '\n')line"
+bad "model.preset" train "$base" --set model.preset.x=1
+bad "training.precision" train "$base" --set training.precision=fp8
+bad "training.global_batch" train "$base" --set parallel.dp=2 --set training.global_batch=63
+bad "--set" train "$base" --set =3
+bad "--set" train "$base" --set parallel.tp
+bad "--set" train "$base" --set parallel..tp=2
+bad "--set" train "$base" --set .tp=2
+bad "--set" train "$base" --set "$(printf 'a.%.0s' {1..100})b=1"
+bad "system.accelerator.memory_bytes" train "$base" --set system.accelerator.memory_bytes=-1
+bad "system.efficiency.memory_half_bytes" train "$base" --set system.efficiency.memory_half_bytes=1e300
+bad "parallel" train "$base" --set parallel.tp=1048576 --set parallel.pp=1048576 --set parallel.dp=1048576 --set parallel.cp=1048576
+
+# The command line itself.
+bad "--format" train "$base" --format yaml
+bad "error" train "$base" --bogus
+bad "error" no-such-command
+bad "error"
+
+help=$("$BIN" --help 2>/dev/null)
+has() { grep -qE "^ +$1( |$)" <<<"$help"; }
+
+if has infer; then
+    bad "inference.batch" infer "$base" --set inference.batch=0
+    bad "inference.output_len" infer "$base" --set inference.output_len=-1
+    bad "inference.precision" infer "$base" --set inference.precision=fp4
+    bad "inference.precision" infer "$base" --set inference.precision=fp9
+    bad "parallel.pp" infer "$base" --set parallel.pp=5
+    bad "model.layers" infer "$H/string-for-int.json"
+    bad "duplicate key" infer "$H/duplicate-key.json"
+    bad "truncated.json" infer "$H/truncated.json"
+    bad "--format" infer "$base" --format yaml
+fi
+if has search; then
+    bad "parallel.tpp" search "$base" --set parallel.tpp=2
+    bad "model.layers" search "$H/string-for-int.json"
+    bad "truncated.json" search "$H/truncated.json"
+    bad "training.precision" search "$H/precision-unsupported.json"
+    bad "--gpus" search "$base" --gpus -4
+    bad "--gpus" search "$base" --gpus many
+fi
+
+# Valid extremes: finite numbers, exit 0.
+good train "$H/valid-tiny.json" --format json
+good train "$H/valid-tiny.json" --format csv
+good train "$H/valid-tiny.json"
+WANT='"gpus": 65536' good train "$H/valid-huge.json" --format json
+good train "$base" --set system.efficiency.memory_half_bytes=0 --set system.efficiency.gemm_half_dim=0 \
+    --set system.efficiency.kernel_latency_s=0 --set system.scale_up.latency_s=0 --format json
+for m in $("$BIN" presets models --format json 2>/dev/null | grep -oE '"name": "[^"]+"' | cut -d'"' -f4); do
+    good train "$base" --set model.preset="$m" --set parallel.tp=1 --set parallel.pp=1 --set parallel.vp=1 \
+        --set training.global_batch=1 --format json
+done
+if has infer; then
+    good infer "$H/valid-tiny.json" --format json
+    good infer "$H/valid-huge.json" --format json
+fi
+
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]
