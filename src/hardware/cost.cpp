@@ -63,6 +63,9 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.fwd_model_flop = c.fwd_flop;
             c.fwd_s = gemm_time_s(g, a, b, out, peak, sys);
             c.fwd_bytes = g.batch * (g.m * g.k * a + g.k * g.n * b + g.m * g.n * out);
+            c.peak_flop_per_s = peak;
+            c.fwd_compute_s = c.fwd_flop / (peak * gemm_efficiency(g, sys.eff, a));
+            c.fwd_memory_s = memory_time_s(c.fwd_bytes, sys);
             // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
             c.bwd_flop = 2.0 * c.fwd_flop;
             c.dgrad_s = gemm_time_s({g.m, g.k, g.n, g.batch}, a, b, out, peak, sys);
@@ -85,7 +88,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.fwd_flop = op.attn_flop;
             c.fwd_model_flop = op.attn_model_flop;
             c.fwd_bytes = bytes;
-            c.fwd_s = std::max(op.attn_flop / peak, memory_time_s(bytes, sys)) + lat;
+            c.peak_flop_per_s = peak / sys.eff.attention_max;
+            c.fwd_compute_s = op.attn_flop / peak;
+            c.fwd_memory_s = memory_time_s(bytes, sys);
+            c.fwd_s = std::max(c.fwd_compute_s, c.fwd_memory_s) + lat;
             c.bwd_flop = kAttentionBwdFlopRatio * op.attn_flop;
             c.bwd_s = std::max(c.bwd_flop / peak, memory_time_s(2.0 * bytes, sys)) + lat;
             c.dgrad_s = c.bwd_s;
@@ -93,7 +99,9 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
         }
         case OpKind::elementwise: {
             c.fwd_bytes = op.bytes;
-            c.fwd_s = memory_time_s(op.bytes, sys) + lat;
+            c.fwd_memory_s = memory_time_s(op.bytes, sys);
+            c.peak_flop_per_s = sys.accel.matrix_peak(ctx.math).value_or(0);
+            c.fwd_s = c.fwd_memory_s + lat;
             c.bwd_s = memory_time_s(op.bytes * op.bwd_bytes_factor, sys) + lat;
             c.dgrad_s = c.bwd_s;
             break;

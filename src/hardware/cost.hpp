@@ -24,6 +24,11 @@ struct OpCost {
     double bwd_flop = 0;
     double fwd_model_flop = 0;  // by convention (see README: MFU)
     double fwd_bytes = 0;       // HBM traffic of the forward pass
+    // The roofline terms of the forward pass (fwd_s is the larger plus kernel latency and casts),
+    // and the matrix peak the op runs against: what the roofline table shows.
+    double fwd_compute_s = 0;
+    double fwd_memory_s = 0;
+    double peak_flop_per_s = 0;
 };
 
 // Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` < 2 selects the

@@ -11,17 +11,6 @@ namespace {
 
 double as_d(int64_t x) { return static_cast<double>(x); }
 
-// The math rate an op runs at. cost_op times it; this only splits that time into its compute
-// and memory terms so the table can say which one bounds it.
-double op_peak(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
-    if (op.kind == OpKind::attention) {
-        // As cost_op: fused attention runs in the activation format even under fp8 GEMMs.
-        const Precision p = ctx.act_bytes >= 4 ? Precision::tf32 : Precision::bf16;
-        return sys.accel.matrix_peak(p).value_or(sys.accel.matrix_peak(ctx.math).value_or(0));
-    }
-    return sys.accel.matrix_peak(ctx.math).value_or(0);
-}
-
 void add_block(std::vector<RooflineRow>& rows, const char* phase, const char* block, double count, const LayerOps& ops,
                const SystemSpec& sys, const CostContext& ctx, const CommSpans& spans) {
     const double bw = sys.accel.memory_bw_bytes_per_s;
@@ -35,13 +24,9 @@ void add_block(std::vector<RooflineRow>& rows, const char* phase, const char* bl
         r.flop = c.fwd_flop;
         r.bytes = c.fwd_bytes;
         r.intensity = r.bytes > 0 ? r.flop / r.bytes : 0;
-        const double peak = op_peak(op, sys, ctx);
-        r.balance = peak / bw;
-        double rate = 0;
-        if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) rate = peak * gemm_efficiency(op.gemm, sys.eff, ctx.operand_bytes);
-        if (op.kind == OpKind::attention) rate = peak * sys.eff.attention_max;
-        r.compute_s = rate > 0 ? r.flop / rate : 0;
-        r.memory_s = memory_time_s(r.bytes, sys);
+        r.balance = c.peak_flop_per_s / bw;
+        r.compute_s = c.fwd_compute_s;
+        r.memory_s = c.fwd_memory_s;
         r.time_s = c.fwd_s;
         r.bound = r.compute_s > r.memory_s ? Bound::compute : Bound::memory;
         rows.push_back(std::move(r));
