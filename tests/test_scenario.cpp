@@ -2,10 +2,15 @@
 // was given and what is allowed, on one line.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "io/report.hpp"
 #include "io/scenario.hpp"
+#include "training/step.hpp"
 
 namespace sm {
 namespace {
@@ -259,6 +264,42 @@ TEST(Scenario, EveryPresetPairBuilds) {
             EXPECT_TRUE(s.ok()) << m << " on " << sys << ": " << (s.ok() ? "" : s.error().message());
         }
     }
+}
+
+// Every input that ever broke fuzz/fuzz_scenario.cpp, replayed the way the harness reads it: the
+// scenario text, then NUL-separated `--set` overrides.
+TEST(FuzzRegressions, ReplayCleanly) {
+    int replayed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(SCALEMODEL_SOURCE_DIR) + "/fuzz/regressions")) {
+        SCOPED_TRACE(entry.path().string());
+        std::ifstream in(entry.path(), std::ios::binary);
+        const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const size_t nul = all.find('\0');
+        std::vector<std::string> sets;
+        for (size_t at = nul; at != std::string::npos && at < all.size();) {
+            const size_t next = all.find('\0', at + 1);
+            sets.push_back(all.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+            at = next;
+        }
+        ++replayed;
+        auto doc = parse_scenario_text(all.substr(0, nul), "fuzz");
+        auto over = doc ? apply_overrides(std::move(doc).value(), sets) : Expected<Json>(doc.error());
+        if (!over) {
+            EXPECT_EQ(over.error().message().find('\n'), std::string::npos) << over.error().message();
+            continue;
+        }
+        for (Purpose purpose : {Purpose::train, Purpose::infer, Purpose::search}) {
+            auto s = build_scenario(over.value(), purpose);
+            if (!s) {
+                EXPECT_EQ(s.error().message().find('\n'), std::string::npos) << s.error().message();
+                continue;
+            }
+            if (purpose != Purpose::train) continue;
+            const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
+            EXPECT_EQ(find_non_finite(train_json(s.value(), r)), "");
+        }
+    }
+    EXPECT_GE(replayed, 4);
 }
 
 }  // namespace

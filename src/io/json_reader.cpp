@@ -162,7 +162,7 @@ std::string ObjectReader::choice(const char* key, std::optional<std::string> def
         return *def;
     }
     if (!v->is_string()) fail(path_of(key), show(*v), list);
-    const std::string s = v->get<std::string>();
+    std::string s = v->get<std::string>();  // not const: returned by move
     if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
     auto hint = did_you_mean(s, allowed);
     fail(path_of(key), show(*v), list + (hint ? " (did you mean \"" + *hint + "\"?)" : ""));
