@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "io/json_reader.hpp"
+
 namespace sm {
 
 namespace {
@@ -342,7 +344,8 @@ SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixe
 }
 
 Expected<std::vector<int64_t>> parse_gpu_counts(std::string_view text) {
-    const std::string given = fmt::format("\"{}\"", text);  // (operator+ here trips a GCC 12 -Wrestrict false positive)
+    // printable(): a control character in the argument must not break the one-line error.
+    const std::string given = fmt::format("\"{}\"", printable(text));  // (operator+ trips a GCC 12 -Wrestrict false positive)
     const InputError bad{"--gpus", given,
                          fmt::format("a GPU count (4096), a list (1024,2048,4096) or a range START:STOP[:xFACTOR|:+STEP] "
                                      "(256:16384:x2), counts from 1 to {}, at most {} of them",

@@ -163,20 +163,19 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
             const double e = std::max(link / layers, link - window);
             return e + slow * (link - e);
         };
+        // One data-parallel stream: what runs in the same window shares the same links.
         double link = 0, exposed = 0;
-        if (p.zero >= 2) {  // gradients are partitioned: every micro-batch's are reduce-scattered
-            link += mb * grad_s;
-            exposed += mb * exposed_of(grad_s, bwd_window);
-        } else {            // accumulated locally, reduced once after the last micro-batch
-            link += grad_s;
-            exposed += exposed_of(grad_s, bwd_window);
-        }
-        if (p.zero == 3) {  // weights gathered for forward and again for backward, every micro-batch
-            link += 2.0 * mb * gather_s;
-            exposed += mb * exposed_of(2.0 * gather_s, fwd_window + bwd_window);
-        } else if (p.zero >= 1) {  // updated shards gathered once, overlapped with the next forward
-            link += gather_s;
-            exposed += exposed_of(gather_s, fwd_window);
+        if (p.zero == 3) {  // per micro-batch: weights gathered for forward and for backward, and
+                            // the partitioned gradients reduce-scattered
+            link = mb * (2.0 * gather_s + grad_s);
+            exposed = mb * exposed_of(2.0 * gather_s + grad_s, fwd_window + bwd_window);
+        } else if (p.zero == 2) {  // partitioned gradients reduce-scattered every micro-batch
+            link = mb * grad_s + gather_s;
+            exposed = mb * exposed_of(grad_s, bwd_window) + exposed_of(gather_s, fwd_window);
+        } else {  // accumulated locally and reduced once after the last micro-batch (ZeRO 0/1);
+                  // ZeRO 1 gathers the updated shards during the next forward
+            link = grad_s + gather_s;
+            exposed = exposed_of(grad_s, bwd_window) + exposed_of(gather_s, fwd_window);
         }
         r.link.dp_s = link;
         bd.dp_comm_exposed_s = exposed;
