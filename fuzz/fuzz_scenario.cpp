@@ -42,9 +42,8 @@ namespace {
 void check_error(const sm::InputError& e) {
     const std::string m = e.message();
     if (m.empty()) die("empty error message");
-    // A newline would split the one-line contract. (A raw carriage return is not checked: --gpus
-    // echoes it unescaped today; see docs/ROBUSTNESS.md.)
-    if (m.find('\n') != std::string::npos) die("multi-line error: " + m);
+    // Raw line breaks would split the one-line contract; printable() escapes them.
+    if (m.find_first_of("\n\r") != std::string::npos) die("multi-line error: " + m);
     if (m.size() > 2000) die("error message longer than 2000 characters");
 }
 
