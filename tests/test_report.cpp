@@ -41,6 +41,10 @@ TEST(Report, OpTableSplitsBackwardIntoDataAndWeightGradients) {
             EXPECT_DOUBLE_EQ(op["shape"]["n"].get<double>(), (16 + 2 * 2) * 128.0);
             EXPECT_DOUBLE_EQ(op["bwd_flop"].get<double>(), 2 * op["fwd_flop"].get<double>());
             EXPECT_GT(op["wgrad_s"].get<double>(), 0.0);
+            EXPECT_DOUBLE_EQ(op["dgrad_flop"].get<double>() + op["wgrad_flop"].get<double>(), op["bwd_flop"].get<double>());
+            // Weight gradient dW[k=8192, n=2560] = A^T dC over 8192 tokens: fp8 operands, fp32 output.
+            const double T = 8192, k = 8192, n = 2560;
+            EXPECT_DOUBLE_EQ(op["wgrad_bytes"].get<double>(), k * T * 1 + T * n * 1 + k * n * 4);
         }
         if (op["kind"] == "elementwise") EXPECT_EQ(op["wgrad_s"].get<double>(), 0.0);
     }

@@ -28,12 +28,15 @@ double memory_time_s(double bytes, const SystemSpec& sys) {
     return bytes / (sys.accel.memory_bw_bytes_per_s * eff);
 }
 
+double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes) {
+    return g.batch * (g.m * g.k * a_bytes + g.k * g.n * b_bytes + g.m * g.n * c_bytes);
+}
+
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
                    const SystemSpec& sys) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0;
     const double compute = gemm_flop(g) / (peak * gemm_efficiency(g, sys.eff, a_bytes));
-    const double bytes = g.batch * (g.m * g.k * a_bytes + g.k * g.n * b_bytes + g.m * g.n * c_bytes);
-    return std::max(compute, memory_time_s(bytes, sys)) + sys.eff.kernel_latency_s;
+    return std::max(compute, memory_time_s(gemm_bytes(g, a_bytes, b_bytes, c_bytes), sys)) + sys.eff.kernel_latency_s;
 }
 
 double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx) {
@@ -62,19 +65,25 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.fwd_flop = gemm_flop(g);
             c.fwd_model_flop = c.fwd_flop;
             c.fwd_s = gemm_time_s(g, a, b, out, peak, sys);
-            c.fwd_bytes = g.batch * (g.m * g.k * a + g.k * g.n * b + g.m * g.n * out);
+            c.fwd_bytes = gemm_bytes(g, a, b, out);
             c.peak_flop_per_s = peak;
             c.fwd_compute_s = c.fwd_flop / (peak * gemm_efficiency(g, sys.eff, a));
             c.fwd_memory_s = memory_time_s(c.fwd_bytes, sys);
             // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
             c.bwd_flop = 2.0 * c.fwd_flop;
-            c.dgrad_s = gemm_time_s({g.m, g.k, g.n, g.batch}, a, b, out, peak, sys);
-            c.wgrad_s = gemm_time_s({g.k, g.n, g.m, g.batch}, a, a, op.weight ? 4.0 : out, peak, sys);
+            const GemmShape dgrad{g.m, g.k, g.n, g.batch}, wgrad{g.k, g.n, g.m, g.batch};
+            const double grad_out = op.weight ? 4.0 : out;  // weight gradients accumulate in fp32
+            c.dgrad_s = gemm_time_s(dgrad, a, b, out, peak, sys);
+            c.wgrad_s = gemm_time_s(wgrad, a, a, grad_out, peak, sys);
+            c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
+            c.dgrad_bytes = gemm_bytes(dgrad, a, b, out);
+            c.wgrad_bytes = gemm_bytes(wgrad, a, a, grad_out);
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
                 const double fwd_cast = cast_bytes_fwd(g, ctx);
                 c.fwd_s += memory_time_s(fwd_cast, sys) + lat;
                 c.fwd_bytes += fwd_cast;
                 c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + lat;
+                c.dgrad_bytes += cast_bytes_bwd(g, ctx);
             }
             c.bwd_s = c.dgrad_s + c.wgrad_s;
             break;
@@ -95,6 +104,8 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.bwd_flop = kAttentionBwdFlopRatio * op.attn_flop;
             c.bwd_s = std::max(c.bwd_flop / peak, memory_time_s(2.0 * bytes, sys)) + lat;
             c.dgrad_s = c.bwd_s;
+            c.dgrad_flop = c.bwd_flop;
+            c.dgrad_bytes = 2.0 * bytes;
             break;
         }
         case OpKind::elementwise: {
@@ -104,6 +115,7 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.fwd_s = c.fwd_memory_s + lat;
             c.bwd_s = memory_time_s(op.bytes * op.bwd_bytes_factor, sys) + lat;
             c.dgrad_s = c.bwd_s;
+            c.dgrad_bytes = op.bytes * op.bwd_bytes_factor;
             break;
         }
     }

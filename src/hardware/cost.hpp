@@ -24,6 +24,8 @@ struct OpCost {
     double bwd_flop = 0;
     double fwd_model_flop = 0;  // by convention (see README: MFU)
     double fwd_bytes = 0;       // HBM traffic of the forward pass
+    double dgrad_flop = 0, wgrad_flop = 0;    // bwd_flop split by pass
+    double dgrad_bytes = 0, wgrad_bytes = 0;  // HBM traffic of each backward pass
     // The roofline terms of the forward pass (fwd_s is the larger plus kernel latency and casts),
     // and the matrix peak the op runs against: what the roofline table shows.
     double fwd_compute_s = 0;
@@ -34,6 +36,8 @@ struct OpCost {
 // Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` < 2 selects the
 // 8/4-bit tensor-core path.
 double gemm_efficiency(const GemmShape& g, const Efficiency& eff, double operand_bytes = 2);
+// HBM bytes of one GEMM (or batched GEMM): A and B read, C written, at the given element sizes.
+double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes);
 // Time of one GEMM (or batched GEMM) given operand sizes in bytes per element.
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes,
                    double peak_flop_per_s, const SystemSpec& sys);

@@ -59,6 +59,8 @@ Json block_json(const LayerOps& ops, const Scenario& s) {
         Json row = {{"name", op.name},           {"kind", kind_name(op.kind)},     {"fwd_flop", c.fwd_flop},
                     {"bwd_flop", c.bwd_flop},    {"fwd_bytes", c.fwd_bytes},       {"fwd_s", c.fwd_s},
                     {"dgrad_s", c.dgrad_s},      {"wgrad_s", c.wgrad_s},
+                    {"dgrad_flop", c.dgrad_flop}, {"wgrad_flop", c.wgrad_flop},
+                    {"dgrad_bytes", c.dgrad_bytes}, {"wgrad_bytes", c.wgrad_bytes},
                     {"saved_bytes", op.saved_bytes + op.core_saved_bytes},
                     {"recomputed_by_selective", op.attention_core}};
         if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm)
