@@ -17,8 +17,7 @@ struct StageParams {
     double first = 0, last = 0;
 };
 
-StageParams stage_params(const ModelSpec& m, const ParallelConfig& p) {
-    const ParamCount pc = count_params(m);
+StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p) {
     const double tp = as_d(p.tp);
     const double layer = (pc.per_layer - pc.per_layer_experts) / tp + pc.per_layer_experts / (tp * as_d(p.ep));
     const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));
@@ -140,7 +139,8 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     }
 
     // Data parallelism over dp x cp replicas: gradient reduction, parameter gathers (ZeRO).
-    const StageParams sp = stage_params(m, p);
+    const ParamCount pc = count_params(m);
+    const StageParams sp = stage_params(m, pc, p);
     const double params = std::max(sp.first, sp.last);
     const double dpc = as_d(p.dp * p.cp);
     const double wbytes = stored_weight_bytes(t.precision);
@@ -210,7 +210,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double peak = sys.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
     r.mfu = peak > 0 ? r.model_flop_per_step / peak : 0;
     r.hfu = peak > 0 ? (r.model_flop_per_step + recompute_flop) / peak : 0;
-    r.params_total = count_params(m).total(m.layers);
+    r.params_total = pc.total(m.layers);
 
     // Memory of the first and last stages; the larger is the peak.
     const double in_flight = std::min(pp, mb);
