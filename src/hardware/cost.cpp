@@ -32,11 +32,26 @@ double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_b
     return g.batch * (g.m * g.k * a_bytes + g.k * g.n * b_bytes + g.m * g.n * c_bytes);
 }
 
+namespace {
+
+// A kernel on the roofline: the larger of its compute and memory terms, plus launch latency.
+double roofline_s(double flop, double rate, double bytes, const SystemSpec& sys) {
+    return std::max(rate > 0 ? flop / rate : 0.0, memory_time_s(bytes, sys)) + sys.eff.kernel_latency_s;
+}
+
+// Attention math (fused kernels and the unfused score/value products alike) runs in the
+// activation format, bf16/fp16, even under fp8 GEMMs.
+double attention_peak(const SystemSpec& sys, const CostContext& ctx) {
+    const Precision p = ctx.act_bytes >= 4 ? Precision::tf32 : Precision::bf16;
+    return sys.accel.matrix_peak(p).value_or(sys.accel.matrix_peak(ctx.math).value_or(0));
+}
+
+}  // namespace
+
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
                    const SystemSpec& sys) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0;
-    const double compute = gemm_flop(g) / (peak * gemm_efficiency(g, sys.eff, a_bytes));
-    return std::max(compute, memory_time_s(gemm_bytes(g, a_bytes, b_bytes, c_bytes), sys)) + sys.eff.kernel_latency_s;
+    return roofline_s(gemm_flop(g), peak * gemm_efficiency(g, sys.eff, a_bytes), gemm_bytes(g, a_bytes, b_bytes, c_bytes), sys);
 }
 
 double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx) {
@@ -56,25 +71,33 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
         case OpKind::gemm:
         case OpKind::batched_gemm: {
             const GemmShape& g = op.gemm;
-            const double peak = sys.accel.matrix_peak(ctx.math).value_or(0);
-            const double a = ctx.operand_bytes;
-            // Weights stream from HBM in their storage format; activation-activation products
-            // (attention scores) read activations on both sides.
-            const double b = op.weight ? ctx.weight_bytes : ctx.operand_bytes;
+            // Weight GEMMs follow the shape-dependent GEMM curve; the unfused attention's
+            // score and value products (activation x activation, k = head_dim) are attention
+            // kernels and run at the attention efficiency.
+            const bool core = !op.weight;
+            const double peak = core ? attention_peak(sys, ctx) : sys.accel.matrix_peak(ctx.math).value_or(0);
+            const double a = core ? ctx.act_bytes : ctx.operand_bytes;
+            const double b = op.weight ? ctx.weight_bytes : a;  // weights stream in their storage format
             const double out = ctx.act_bytes;
+            auto rate = [&](const GemmShape& s) {
+                return peak * (core ? sys.eff.attention_max : gemm_efficiency(s, sys.eff, a));
+            };
+            auto time = [&](const GemmShape& s, double b_bytes, double c_bytes) {
+                return roofline_s(gemm_flop(s), rate(s), gemm_bytes(s, a, b_bytes, c_bytes), sys);
+            };
             c.fwd_flop = gemm_flop(g);
             c.fwd_model_flop = c.fwd_flop;
-            c.fwd_s = gemm_time_s(g, a, b, out, peak, sys);
+            c.fwd_s = time(g, b, out);
             c.fwd_bytes = gemm_bytes(g, a, b, out);
             c.peak_flop_per_s = peak;
-            c.fwd_compute_s = c.fwd_flop / (peak * gemm_efficiency(g, sys.eff, a));
+            c.fwd_compute_s = c.fwd_flop / rate(g);
             c.fwd_memory_s = memory_time_s(c.fwd_bytes, sys);
             // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
             c.bwd_flop = 2.0 * c.fwd_flop;
             const GemmShape dgrad{g.m, g.k, g.n, g.batch}, wgrad{g.k, g.n, g.m, g.batch};
             const double grad_out = op.weight ? 4.0 : out;  // weight gradients accumulate in fp32
-            c.dgrad_s = gemm_time_s(dgrad, a, b, out, peak, sys);
-            c.wgrad_s = gemm_time_s(wgrad, a, a, grad_out, peak, sys);
+            c.dgrad_s = time(dgrad, b, out);
+            c.wgrad_s = time(wgrad, a, grad_out);
             c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
             c.dgrad_bytes = gemm_bytes(dgrad, a, b, out);
             c.wgrad_bytes = gemm_bytes(wgrad, a, a, grad_out);
@@ -89,10 +112,7 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             break;
         }
         case OpKind::attention: {
-            // Fused attention runs in the activation format (bf16/fp16) even under fp8 GEMMs.
-            const Precision p = ctx.act_bytes >= 4 ? Precision::tf32 : Precision::bf16;
-            const double peak = sys.accel.matrix_peak(p).value_or(sys.accel.matrix_peak(ctx.math).value_or(0)) *
-                                sys.eff.attention_max;
+            const double peak = attention_peak(sys, ctx) * sys.eff.attention_max;
             const double bytes = op.attn_io_elems * ctx.act_bytes + op.attn_kv_elems * ctx.kv_bytes;
             c.fwd_flop = op.attn_flop;
             c.fwd_model_flop = op.attn_model_flop;
@@ -100,9 +120,9 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.peak_flop_per_s = peak / sys.eff.attention_max;
             c.fwd_compute_s = op.attn_flop / peak;
             c.fwd_memory_s = memory_time_s(bytes, sys);
-            c.fwd_s = std::max(c.fwd_compute_s, c.fwd_memory_s) + lat;
+            c.fwd_s = roofline_s(op.attn_flop, peak, bytes, sys);
             c.bwd_flop = kAttentionBwdFlopRatio * op.attn_flop;
-            c.bwd_s = std::max(c.bwd_flop / peak, memory_time_s(2.0 * bytes, sys)) + lat;
+            c.bwd_s = roofline_s(c.bwd_flop, peak, 2.0 * bytes, sys);
             c.dgrad_s = c.bwd_s;
             c.dgrad_flop = c.bwd_flop;
             c.dgrad_bytes = 2.0 * bytes;
