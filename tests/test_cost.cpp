@@ -81,6 +81,21 @@ TEST(Cost, MemoryBoundKernel) {
     EXPECT_EQ(memory_time_s(0, s), 0.0);
 }
 
+TEST(Cost, ElementwiseIsVectorComputeOrMemoryBound) {
+    SystemSpec s = toy_system();
+    s.accel.vector_flop_per_s = 10e12;
+    Op op;
+    op.kind = OpKind::elementwise;
+    op.bytes = 1e9;        // 2 ms at 0.5 TB/s
+    op.vector_flop = 1e9;  // 0.1 ms at 10 TFLOP/s
+    EXPECT_NEAR(cost_op(op, s, CostContext{}).fwd_s, 1e9 / 0.5e12 + 1e-6, 1e-12);
+    s.accel.vector_flop_per_s = 0.1e12;  // now 10 ms of math
+    const OpCost c = cost_op(op, s, CostContext{});
+    EXPECT_NEAR(c.fwd_s, 1e9 / 0.1e12 + 1e-6, 1e-12);
+    EXPECT_NEAR(c.bwd_s, 2e9 / 0.1e12 + 1e-6, 1e-12);  // backward: twice the math
+    EXPECT_EQ(c.fwd_flop, 0.0);                           // not matrix FLOP: MFU ignores it
+}
+
 TEST(Collectives, PlaceGroups) {
     auto eq = [](GroupSpan g, int64_t l, int64_t r) { return g.local == l && g.remote == r; };
     EXPECT_TRUE(eq(place_group(1, 8, 8), 8, 1));     // TP in one node

@@ -142,7 +142,9 @@ TEST(Inference, DecodeMemoryBoundAtBatchOneComputeBoundLater) {
     // Multi-head attention's cache reads stay memory-bound at any batch (~1 FLOP per byte).
     const InferenceSpec big = workload(1024, 512, 128);
     for (const RooflineRow& row : inference_roofline({m, sys, big}, ParallelConfig{}, 0).rows)
-        if (row.phase == "decode" && row.name == "attention") EXPECT_EQ(row.bound, Bound::memory);
+        if (row.phase == "decode" && row.name == "attention") {
+            EXPECT_EQ(row.bound, Bound::memory);
+        }
     // And the time per output token barely moves from batch 1 to 8 (weights dominate).
     const InferenceSpec s1 = workload(1, 128, 16), s8 = workload(8, 128, 16);
     const double t1 = evaluate_inference({m, sys, s1}, ParallelConfig{}).tpot_s;

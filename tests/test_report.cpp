@@ -46,7 +46,9 @@ TEST(Report, OpTableSplitsBackwardIntoDataAndWeightGradients) {
             const double T = 8192, k = 8192, n = 2560;
             EXPECT_DOUBLE_EQ(op["wgrad_bytes"].get<double>(), k * T * 1 + T * n * 1 + k * n * 4);
         }
-        if (op["kind"] == "elementwise") EXPECT_EQ(op["wgrad_s"].get<double>(), 0.0);
+        if (op["kind"] == "elementwise") {
+            EXPECT_EQ(op["wgrad_s"].get<double>(), 0.0);
+        }
     }
     EXPECT_TRUE(saw_qkv);
     // Sequence parallelism: all-gathers and reduce-scatters inside one 8-GPU NVLink domain.

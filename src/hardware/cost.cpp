@@ -129,13 +129,16 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             break;
         }
         case OpKind::elementwise: {
+            // Vector-unit math against HBM traffic: nearly always memory-bound.
+            const double vec = sys.accel.vector_flop_per_s;
             c.fwd_bytes = op.bytes;
+            c.peak_flop_per_s = vec;
+            c.fwd_compute_s = op.vector_flop / vec;
             c.fwd_memory_s = memory_time_s(op.bytes, sys);
-            c.peak_flop_per_s = sys.accel.matrix_peak(ctx.math).value_or(0);
-            c.fwd_s = c.fwd_memory_s + lat;
-            c.bwd_s = memory_time_s(op.bytes * op.bwd_bytes_factor, sys) + lat;
-            c.dgrad_s = c.bwd_s;
+            c.fwd_s = roofline_s(op.vector_flop, vec, op.bytes, sys);
             c.dgrad_bytes = op.bytes * op.bwd_bytes_factor;
+            c.bwd_s = roofline_s(2.0 * op.vector_flop, vec, c.dgrad_bytes, sys);
+            c.dgrad_s = c.bwd_s;
             break;
         }
     }

@@ -16,8 +16,21 @@ Op gemm_op(std::string_view name, double m, double n, double k, double saved_byt
     return op;
 }
 
-Op elementwise_op(std::string_view name, double bytes, double saved_bytes, double bwd_factor = 2.0) {
+// Vector-unit FLOP per element of the element-wise kernels (fp32 math on CUDA cores): their
+// compute term, which only matters where bandwidth is plentiful relative to vector FLOP/s.
+constexpr double kLayerNormFlop = 8;  // mean, variance, normalise, scale and shift
+constexpr double kRmsNormFlop = 4;
+constexpr double kResidualFlop = 3;   // bias, dropout scale, residual add
+constexpr double kSoftmaxFlop = 5;    // scale, mask, max, exp, normalise
+constexpr double kDropoutFlop = 2;
+constexpr double kGeluFlop = 10;      // tanh approximation
+constexpr double kSwigluFlop = 7;     // SiLU (exp, add, divide, multiply) and the gate product
+constexpr double kRopeFlop = 3;
+constexpr double kCrossEntropyFlop = 6;
+
+Op elementwise_op(std::string_view name, double bytes, double saved_bytes, double bwd_factor = 2.0, double flop = 0) {
     Op op;
+    op.vector_flop = flop;
     op.name = name;
     op.kind = OpKind::elementwise;
     op.bytes = bytes;
@@ -71,16 +84,17 @@ Dims dims(const ModelSpec& m, const LayerShape& s) {
     return d;
 }
 
-void norm(LayerOps& out, std::string_view name, const Dims& d) {
-    const double x = d.tokens_sp * d.h * d.e;
-    out.ops.push_back(elementwise_op(name, 2.0 * x, x, 1.5));
+void norm(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& d) {
+    const double elems = d.tokens_sp * d.h;
+    const double flop = (m.norm == NormKind::layernorm ? kLayerNormFlop : kRmsNormFlop) * elems;
+    out.ops.push_back(elementwise_op(name, 2.0 * elems * d.e, elems * d.e, 1.5, flop));
 }
 
 // Bias + dropout + residual add, fused as in Megatron.
 void residual(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& d) {
     const double elems = d.tokens_sp * d.h;
     const double mask = m.dropout ? 1.0 : 0.0;
-    out.ops.push_back(elementwise_op(name, elems * (3.0 * d.e + mask), elems * mask));
+    out.ops.push_back(elementwise_op(name, elems * (3.0 * d.e + mask), elems * mask, 2.0, kResidualFlop * elems));
 }
 
 void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
@@ -111,12 +125,12 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
     qk.attention_core = true;
     out.ops.push_back(qk);
 
-    Op sm = elementwise_op("softmax", 2.0 * scores * d.e, 0.0);
+    Op sm = elementwise_op("softmax", 2.0 * scores * d.e, 0.0, 2.0, kSoftmaxFlop * scores);
     sm.core_saved_bytes = scores * d.e;
     sm.attention_core = true;
     out.ops.push_back(sm);
     if (m.dropout) {
-        Op dr = elementwise_op("attn_dropout", scores * (2.0 * d.e + 1.0), 0.0);
+        Op dr = elementwise_op("attn_dropout", scores * (2.0 * d.e + 1.0), 0.0, 2.0, kDropoutFlop * scores);
         dr.core_saved_bytes = scores * (d.e + 1.0);
         dr.attention_core = true;
         out.ops.push_back(dr);
@@ -133,12 +147,13 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
 void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
     const double tp = static_cast<double>(s.tp);
     const double gated = m.ffn_act == FfnAct::swiglu ? 2.0 : 1.0;
+    const double act_flop = m.ffn_act == FfnAct::swiglu ? kSwigluFlop : kGeluFlop;
     const double in_saved = d.tokens_sp * d.h * d.e;
     if (!m.moe.enabled()) {
         const double f = static_cast<double>(m.ffn_hidden) / tp;
         out.ops.push_back(gemm_op("ffn_up", d.tokens, gated * f, d.h, in_saved));
         const double act_in = d.tokens * f * gated;
-        out.ops.push_back(elementwise_op("ffn_act", (act_in + d.tokens * f) * d.e, act_in * d.e));
+        out.ops.push_back(elementwise_op("ffn_act", (act_in + d.tokens * f) * d.e, act_in * d.e, 2.0, act_flop * d.tokens * f));
         out.ops.push_back(gemm_op("ffn_down", d.tokens, d.h, f, d.tokens * f * d.e));
         return;
     }
@@ -163,7 +178,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     up.gemm.batch = local_experts;
     out.ops.push_back(up);
     const double act_in = routed * f * gated;
-    out.ops.push_back(elementwise_op("expert_act", (act_in + routed * f) * d.e, act_in * d.e));
+    out.ops.push_back(elementwise_op("expert_act", (act_in + routed * f) * d.e, act_in * d.e, 2.0, act_flop * routed * f));
     Op down = gemm_op("expert_down", per_expert, d.h, f, routed * f * d.e);
     down.gemm.batch = local_experts;
     out.ops.push_back(down);
@@ -184,12 +199,13 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s) {
     const Dims d = dims(m, s);
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
 
-    norm(out, "attn_norm", d);
+    norm(out, "attn_norm", m, d);
     enter_tp_region(out.comms, s, full_act);
     const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
     out.ops.push_back(gemm_op("qkv_proj", d.tokens, qkv_n, d.h, d.tokens_sp * d.h * d.e));
     if (m.position == PositionKind::rope)
-        out.ops.push_back(elementwise_op("rope", 2.0 * d.tokens * (d.heads + d.kv_heads) * d.d * d.e, 0.0));
+        out.ops.push_back(elementwise_op("rope", 2.0 * d.tokens * (d.heads + d.kv_heads) * d.d * d.e, 0.0, 2.0,
+                                         kRopeFlop * d.tokens * (d.heads + d.kv_heads) * d.d));
     if (s.cp > 1) {
         // Ring attention: K and V chunks travel cp-1 hops forward; backward sends them again
         // with their gradients. Each hop hides behind the attention of the previous chunk.
@@ -203,7 +219,7 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s) {
     leave_tp_region(out.comms, s, full_act);
     residual(out, "attn_residual", m, d);
 
-    norm(out, "ffn_norm", d);
+    norm(out, "ffn_norm", m, d);
     enter_tp_region(out.comms, s, full_act);
     feed_forward(out, m, s, d);
     leave_tp_region(out.comms, s, full_act);
@@ -225,14 +241,14 @@ LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
 LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
     LayerOps out;
     const Dims d = dims(m, s);
-    norm(out, "final_norm", d);
+    norm(out, "final_norm", m, d);
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
     out.ops.push_back(gemm_op("lm_head", d.tokens, v, d.h, d.tokens_sp * d.h * d.e));
     if (with_loss) {
         // Vocabulary-parallel cross-entropy in fp32: the softmax is kept for backward.
         const double logits = d.tokens * v;
-        out.ops.push_back(elementwise_op("cross_entropy", logits * (d.e + 2.0 * 4.0), logits * 4.0));
+        out.ops.push_back(elementwise_op("cross_entropy", logits * (d.e + 2.0 * 4.0), logits * 4.0, 2.0, kCrossEntropyFlop * logits));
         if (s.tp > 1)
             out.comms.push_back({"loss_all_reduce", Collective::all_reduce, CommGroup::tp, Pass::fwd,
                                  3.0 * d.tokens * 4.0, 1, false});

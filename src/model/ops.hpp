@@ -26,8 +26,9 @@ struct Op {
     double attn_model_flop = 0;  // forward FLOP by the usual convention (full s x s)
     double attn_io_elems = 0;    // Q, O elements moved (activation precision)
     double attn_kv_elems = 0;    // K, V elements moved (KV-cache precision)
-    // Element-wise / normalisation: bytes moved in the forward pass.
+    // Element-wise / normalisation: bytes moved and vector-unit FLOP of the forward pass.
     double bytes = 0;
+    double vector_flop = 0;
     double bwd_bytes_factor = 2.0;
     // Activation memory kept for the backward pass: `saved_bytes` under every recompute mode
     // but full; `core_saved_bytes` (the attention core's internals) only without recompute.
