@@ -263,12 +263,6 @@ TEST(Inference, SingleOutputTokenIsPrefillOnly) {
     EXPECT_TRUE(std::isfinite(r.output_tokens_per_s));
 }
 
-TEST(Inference, BatchSweepSteps) {
-    EXPECT_EQ(sweep_batches({1, 256, 2, true}), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256}));
-    EXPECT_EQ(sweep_batches({8, 30, 8, false}), (std::vector<int64_t>{8, 16, 24}));
-    EXPECT_TRUE(sweep_batches({4, 2, 2, true}).empty());
-}
-
 // The seed paper's validation: NeMo Llama-2 7B/13B/70B end-to-end latency on DGX A100 and H100.
 TEST(Inference, SeedPaperLatenciesWithinTenPercent) {
     const ValidationReport rep = run_builtin_validation();

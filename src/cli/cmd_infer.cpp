@@ -1,6 +1,3 @@
-#include <charconv>
-
-#include <fmt/format.h>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -8,42 +5,14 @@
 #include "inference/inference.hpp"
 #include "inference/roofline.hpp"
 #include "io/infer_report.hpp"
+#include "io/int_list.hpp"
 
 namespace sm::cli {
 
 namespace {
 
 constexpr int64_t kMaxSweepBatch = int64_t{1} << 20;  // inference.batch's own limit
-constexpr int64_t kMaxSweepPoints = 4096;             // sweep_batches' limit
-
-bool parse_int(std::string_view s, int64_t& v) {
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-// FIRST:LAST[:xK | :+K], e.g. 1:256:x2 (doubling, the default) or 8:128:+8.
-Expected<BatchSweep> parse_sweep(const std::string& text) {
-    const InputError bad{"--sweep-batch", "\"" + text + "\"",
-                         "FIRST:LAST[:xK|:+K] with 1 <= FIRST <= LAST <= 1048576, e.g. 1:256:x2 or 8:128:+8"};
-    BatchSweep s;
-    const auto c1 = text.find(':');
-    if (c1 == std::string::npos) return bad;
-    const auto c2 = text.find(':', c1 + 1);
-    const std::string_view all(text);
-    if (!parse_int(all.substr(0, c1), s.first)) return bad;
-    if (!parse_int(all.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), s.last)) return bad;
-    if (c2 != std::string::npos) {
-        const std::string_view step = all.substr(c2 + 1);
-        if (step.size() < 2 || (step[0] != 'x' && step[0] != '+')) return bad;
-        s.geometric = step[0] == 'x';
-        if (!parse_int(step.substr(1), s.step)) return bad;
-        if (s.step < (s.geometric ? 2 : 1) || s.step > kMaxSweepBatch) return bad;
-    }
-    if (s.first < 1 || s.last < s.first || s.last > kMaxSweepBatch) return bad;
-    if (!s.geometric && (s.last - s.first) / s.step >= kMaxSweepPoints)
-        return InputError{"--sweep-batch", "\"" + text + "\"", fmt::format("at most {} batch sizes; use a larger step", kMaxSweepPoints)};
-    return s;
-}
+constexpr size_t kMaxSweepPoints = 4096;
 
 void warn_memory(const Scenario& s, const InferResult& r) {
     if (!r.fits_in_memory)
@@ -68,13 +37,13 @@ Runner add_infer(CLI::App& app) {
     cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin")->required();
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--sweep-batch", o->sweep,
-                    "latency-throughput curve over batch sizes FIRST:LAST[:xK|:+K], e.g. 1:256:x2");
+                    "latency-throughput curve over batch sizes: FIRST:LAST[:xK|:+K] (e.g. 1:256:x2) or A,B,C");
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
-        std::optional<BatchSweep> sweep;
+        std::optional<std::vector<int64_t>> sweep;
         if (!o->sweep.empty()) {
-            auto sw = parse_sweep(o->sweep);
+            auto sw = parse_int_list(o->sweep, {"--sweep-batch", "1:256:x2", kMaxSweepBatch, kMaxSweepPoints});
             if (!sw) return bad_input(sw.error());
             sweep = sw.value();
         }
@@ -93,7 +62,7 @@ Runner add_infer(CLI::App& app) {
             return kExitOk;
         }
         std::vector<SweepPoint> pts;
-        for (int64_t b : sweep_batches(*sweep)) {
+        for (int64_t b : *sweep) {
             Scenario sb = *s;
             sb.inference.batch = b;
             const InferContext c{sb.model, sb.system, sb.inference};

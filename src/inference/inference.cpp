@@ -291,20 +291,4 @@ InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p) {
     return r;
 }
 
-std::vector<int64_t> sweep_batches(const BatchSweep& s) {
-    std::vector<int64_t> v;
-    if (s.first < 1 || s.last < s.first || s.step < 1 || (s.geometric && s.step < 2)) return v;
-    for (int64_t b = s.first; b <= s.last && v.size() < 4096;) {
-        v.push_back(b);
-        if (s.geometric) {
-            if (b > s.last / s.step) break;
-            b *= s.step;
-        } else {
-            if (b > s.last - s.step) break;
-            b += s.step;
-        }
-    }
-    return v;
-}
-
 }  // namespace sm

@@ -80,11 +80,4 @@ int64_t max_batch_that_fits(const InferContext& c, const ParallelConfig& p);
 
 InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p);
 
-// Batch sizes first, first*step, ... up to last (step >= 2), or first, first+step, ... (additive).
-struct BatchSweep {
-    int64_t first = 1, last = 256, step = 2;
-    bool geometric = true;
-};
-std::vector<int64_t> sweep_batches(const BatchSweep& s);
-
 }  // namespace sm

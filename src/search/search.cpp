@@ -1,7 +1,6 @@
 #include "search/search.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <limits>
@@ -9,9 +8,7 @@
 #include <thread>
 #include <tuple>
 
-#include <fmt/format.h>
-
-#include "io/json_reader.hpp"
+#include "io/int_list.hpp"
 
 namespace sm {
 
@@ -344,49 +341,7 @@ SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixe
 }
 
 Expected<std::vector<int64_t>> parse_gpu_counts(std::string_view text) {
-    // printable(): a control character in the argument must not break the one-line error.
-    const std::string given = fmt::format("\"{}\"", printable(text));  // (operator+ trips a GCC 12 -Wrestrict false positive)
-    const InputError bad{"--gpus", given,
-                         fmt::format("a GPU count (4096), a list (1024,2048,4096) or a range START:STOP[:xFACTOR|:+STEP] "
-                                     "(256:16384:x2), counts from 1 to {}, at most {} of them",
-                                     kMaxSearchGpus, kMaxGpuCounts)};
-    auto number = [](std::string_view s) -> std::optional<int64_t> {
-        int64_t v = 0;
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || end != s.data() + s.size() || v < 1 || v > kMaxSearchGpus) return std::nullopt;
-        return v;
-    };
-    std::vector<int64_t> out;
-    if (text.find(':') != std::string_view::npos) {
-        std::vector<std::string_view> parts;
-        for (size_t from = 0;;) {
-            const size_t colon = text.find(':', from);
-            parts.push_back(text.substr(from, colon == std::string_view::npos ? std::string_view::npos : colon - from));
-            if (colon == std::string_view::npos) break;
-            from = colon + 1;
-        }
-        if (parts.size() < 2 || parts.size() > 3) return bad;
-        const auto lo = number(parts[0]), hi = number(parts[1]);
-        if (!lo || !hi || *hi < *lo) return bad;
-        const std::string_view step = parts.size() == 3 ? parts[2] : std::string_view("x2");
-        if (step.size() < 2 || (step[0] != 'x' && step[0] != '+')) return bad;
-        const auto by = number(step.substr(1));
-        if (!by || (step[0] == 'x' && *by < 2)) return bad;
-        for (int64_t g = *lo; g <= *hi; g = step[0] == 'x' ? g * *by : g + *by) {
-            if (out.size() == kMaxGpuCounts) return bad;
-            out.push_back(g);
-        }
-    } else {
-        for (size_t from = 0;;) {
-            const size_t comma = text.find(',', from);
-            const auto v = number(text.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
-            if (!v || out.size() == kMaxGpuCounts) return bad;
-            out.push_back(*v);
-            if (comma == std::string_view::npos) break;
-            from = comma + 1;
-        }
-    }
-    return out;
+    return parse_int_list(text, {"--gpus", "256:16384:x2", kMaxSearchGpus, kMaxGpuCounts});
 }
 
 }  // namespace sm
