@@ -51,7 +51,7 @@ Runner add_roofline(CLI::App& app) {
             docs.push_back(over.value());
         } else {
             for (const std::string& name : split_commas(o->systems)) {
-                if (name.empty()) return bad_input({"--systems", "\"" + o->systems + "\"", "comma-separated system presets, e.g. dgx-a100-80gb,dgx-h100"});
+                if (name.empty()) return bad_input({"--systems", quote_input(o->systems), "comma-separated system presets, e.g. dgx-a100-80gb,dgx-h100"});
                 Json d = over.value();
                 d["system"] = Json{{"preset", name}};  // the whole system replaced, overrides included
                 docs.push_back(std::move(d));

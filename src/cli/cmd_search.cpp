@@ -41,10 +41,6 @@ struct SigintGuard {
 
 constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
-std::string_view recompute_word(Recompute r) {
-    return r == Recompute::full ? "full" : r == Recompute::selective ? "selective" : "none";
-}
-
 std::string count(int64_t n) {
     std::string s = std::to_string(n), o;
     for (size_t i = 0; i < s.size(); ++i) {
@@ -149,7 +145,7 @@ std::string table_row(size_t rank, const SearchHit& h, bool with_gpus, double to
     const TrainResult& r = h.result;
     return fmt::format(" {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10.1f} {:>5.1f}% {:>10}{}\n", rank,
                        with_gpus ? fmt::format("{:>6} ", r.gpus) : "", p.tp, p.pp, p.dp, p.cp, p.ep, p.vp,
-                       p.sequence_parallel ? "on" : "-", p.microbatch, p.zero, recompute_word(p.recompute), seconds(r.step_time_s),
+                       p.sequence_parallel ? "on" : "-", p.microbatch, p.zero, to_string(p.recompute), seconds(r.step_time_s),
                        r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.memory.peak_bytes_per_gpu),
                        tokens > 0 ? fmt::format(" {:>8.1f}", tokens / r.tokens_per_s / 86400.0) : "");
 }

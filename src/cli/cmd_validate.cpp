@@ -113,7 +113,7 @@ Runner add_validate(CLI::App& app) {
             rep = run_builtin_validation(o->sets);
         } else {
             std::ifstream in(o->dataset, std::ios::binary);
-            if (!in) return bad_input({"--dataset", "\"" + o->dataset + "\"", "cannot open the file"});
+            if (!in) return bad_input({"--dataset", quote_input(o->dataset), "cannot open the file"});
             std::stringstream ss;
             ss << in.rdbuf();
             std::vector<std::string> sets;

@@ -26,7 +26,7 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
 
 Expected<std::vector<int64_t>> parse_int_list(std::string_view text, const IntListRules& rules) {
     // printable(): a control character in the argument must not break the one-line error.
-    const InputError bad{rules.option, fmt::format("\"{}\"", printable(text)),
+    const InputError bad{rules.option, quote_input(text),
                          fmt::format("a value, a list (A,B,C) or a range FIRST:LAST[:xK|:+K] (e.g. {}), "
                                      "values from 1 to {}, at most {} of them",
                                      rules.example, rules.max_value, rules.max_count)};

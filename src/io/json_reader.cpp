@@ -70,6 +70,8 @@ std::string printable(std::string_view s, size_t max_chars) {
     return out;
 }
 
+std::string quote_input(std::string_view s) { return fmt::format("\"{}\"", printable(s)); }
+
 std::string show(const Json& v) {
     // Containers are named, not dumped: a deep one would recurse and a big one cost time.
     if (v.is_object()) return "an object";

@@ -21,6 +21,8 @@ std::optional<std::string> did_you_mean(std::string_view word, const std::vector
 std::string show(const Json& v);
 // Text from the input made safe for a one-line message: control characters escaped, long text cut.
 std::string printable(std::string_view s, size_t max_chars = 80);
+// A user's string as an error message quotes it: printable and in double quotes.
+std::string quote_input(std::string_view s);
 
 class ObjectReader {
 public:

@@ -23,15 +23,6 @@ void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std
     }
 }
 
-std::string_view recompute_name(Recompute r) {
-    switch (r) {
-        case Recompute::none: return "none";
-        case Recompute::selective: return "selective";
-        case Recompute::full: return "full";
-    }
-    return "none";
-}
-
 }  // namespace
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
@@ -60,7 +51,7 @@ std::string find_non_finite(const Json& j, const std::string& path) {
 Json parallel_json(const ParallelConfig& p) {
     return Json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vp", p.vp},
                 {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
-                {"recompute", recompute_name(p.recompute)}};
+                {"recompute", to_string(p.recompute)}};
 }
 
 Json train_json(const Scenario& s, const TrainResult& r) {
@@ -111,7 +102,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
                      s.system.accel.name, s.system.name);
     o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
                      p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
-                     p.zero, recompute_name(p.recompute), to_string(s.training.precision));
+                     p.zero, to_string(p.recompute), to_string(s.training.precision));
     o += fmt::format("\n  step time            {:>12}\n", seconds(r.step_time_s));
     o += fmt::format("  tokens/s             {:>12.0f}   ({:.1f} per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
     o += fmt::format("  MFU / HFU            {:>11.1f}%   / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);

@@ -80,7 +80,7 @@ Json preset_json(std::span<const EmbeddedFile> files, const std::string& name, c
     auto hint = did_you_mean(name, names);
     std::string allowed = hint ? "did you mean \"" + *hint + "\"? " : std::string();
     allowed += "see `scalemodel presets`";
-    fail(path, "\"" + printable(name) + "\"", "unknown preset; " + allowed);
+    fail(path, quote_input(name), "unknown preset; " + allowed);
 }
 
 // A section that may name a preset: the preset's fields, overridden by the section's own.
@@ -251,7 +251,7 @@ void require_peak(const SystemSpec& sys, Precision p, const std::string& path) {
     std::string have;
     for (Precision q : kAllPrecisions)
         if (sys.accel.matrix_peak(q)) have += (have.empty() ? "" : ", ") + std::string(to_string(q));
-    fail(path, "\"" + std::string(to_string(p)) + "\"", fmt::format("{} supports: {}", sys.accel.name, have));
+    fail(path, fmt::format("\"{}\"", to_string(p)), fmt::format("{} supports: {}", sys.accel.name, have));
 }
 
 void require_divides(int64_t d, int64_t n, const std::string& path, const std::string& what) {
@@ -328,8 +328,8 @@ Expected<Json> read_scenario_file(const std::string& path) {
         std::ifstream in(path, std::ios::binary);
         std::error_code ec;
         if (std::filesystem::is_directory(path, ec))
-            return InputError{"SCENARIO", "\"" + printable(path) + "\"", "is a directory; expected a JSON file"};
-        if (!in) return InputError{"SCENARIO", "\"" + printable(path) + "\"", "cannot open the file"};
+            return InputError{"SCENARIO", quote_input(path), "is a directory; expected a JSON file"};
+        if (!in) return InputError{"SCENARIO", quote_input(path), "cannot open the file"};
         char buf[65536];
         while (in && text.size() <= kMaxScenarioBytes) {
             in.read(buf, sizeof buf);
@@ -343,7 +343,7 @@ Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
     return capture([&] {
         for (const std::string& s : sets) {
             const auto eq = s.find('=');
-            if (eq == std::string::npos || eq == 0) fail("--set", "\"" + printable(s) + "\"", "expected PATH=VALUE, e.g. parallel.tp=8");
+            if (eq == std::string::npos || eq == 0) fail("--set", quote_input(s), "expected PATH=VALUE, e.g. parallel.tp=8");
             const std::string path = s.substr(0, eq);
             const std::string value = s.substr(eq + 1);
             Json v = Json::parse(value, nullptr, false);
@@ -355,10 +355,10 @@ Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
             while (true) {
                 const auto dot = path.find('.', start);
                 const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-                if (key.empty()) fail("--set", "\"" + printable(path) + "\"", "a dotted path such as parallel.tp");
+                if (key.empty()) fail("--set", quote_input(path), "a dotted path such as parallel.tp");
                 walked += (walked.empty() ? "" : ".") + key;
                 if (++depth > kMaxJsonDepth)
-                    fail("--set", "\"" + printable(path) + "\"", fmt::format("a path of at most {} fields", kMaxJsonDepth));
+                    fail("--set", quote_input(path), fmt::format("a path of at most {} fields", kMaxJsonDepth));
                 if (dot == std::string::npos) {
                     (*node)[key] = v;
                     break;

@@ -1,9 +1,20 @@
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 namespace sm {
 
 enum class Recompute { none, selective, full };
+
+// The scenario's spelling of a recompute mode.
+constexpr std::string_view to_string(Recompute r) {
+    switch (r) {
+        case Recompute::none: return "none";
+        case Recompute::selective: return "selective";
+        case Recompute::full: return "full";
+    }
+    return "none";
+}
 
 struct ParallelConfig {
     int64_t tp = 1;
