@@ -14,7 +14,7 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 
 double act_bytes(const InferenceSpec& s) { return bytes_per_element(activation_precision(s.precision)); }
 
-LayerShape base_shape(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s) {
+LayerShape base_shape(const ParallelConfig& p, const InferenceSpec& s) {
     LayerShape sh;
     sh.batch = as_d(s.batch);
     sh.tp = p.tp;
@@ -25,7 +25,6 @@ LayerShape base_shape(const ModelSpec& m, const ParallelConfig& p, const Inferen
     sh.sequence_parallel = false;
     sh.act_bytes = act_bytes(s);
     sh.kv_bytes = bytes_per_element(s.kv_precision);
-    (void)m;
     return sh;
 }
 
@@ -172,15 +171,15 @@ CostContext inference_cost_context(const InferenceSpec& s) {
 }
 
 LayerShape prefill_shape(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s) {
-    LayerShape sh = base_shape(m, p, s);
+    LayerShape sh = base_shape(p, s);
     sh.q_len = as_d(s.input_len);
     sh.kv_len = as_d(s.input_len);
     sh.causal_fraction = m.causal ? 0.5 : 1.0;
     return sh;
 }
 
-LayerShape decode_shape(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double context) {
-    LayerShape sh = base_shape(m, p, s);
+LayerShape decode_shape(const ParallelConfig& p, const InferenceSpec& s, double context) {
+    LayerShape sh = base_shape(p, s);
     sh.q_len = 1;
     sh.kv_len = context;
     sh.causal_fraction = 1.0;  // the new token sees every cached one
@@ -196,7 +195,7 @@ PassCost prefill_cost(const InferContext& c, const ParallelConfig& p) {
 }
 
 PassCost decode_step_cost(const InferContext& c, const ParallelConfig& p, double context) {
-    const LayerShape s = decode_shape(c.model, p, c.inference, context);
+    const LayerShape s = decode_shape(p, c.inference, context);
     return forward_pass(c, p, s, s);
 }
 
@@ -248,7 +247,7 @@ InferMemory inference_memory(const InferContext& c, const ParallelConfig& p, int
     const double kv_prompt = kv_cache_bytes_per_gpu(c.model, p, s, as_d(s.input_len));
     mem.kv_cache_bytes = kv_cache_bytes_per_gpu(c.model, p, s, as_d(s.input_len + s.output_len));
     const double act_prefill = activation_bytes(cb, p, prefill_shape(c.model, p, s));
-    const double act_decode = activation_bytes(cb, p, decode_shape(c.model, p, s, as_d(s.input_len + s.output_len)));
+    const double act_decode = activation_bytes(cb, p, decode_shape(p, s, as_d(s.input_len + s.output_len)));
     mem.activations_bytes = std::max(act_prefill, act_decode);
     // The prompt's activations and the full cache are never resident together.
     mem.peak_bytes_per_gpu = mem.weights_bytes + mem.overhead_bytes +

@@ -60,7 +60,7 @@ struct InferResult {
 
 // Inference-time layer shapes: prefill (q = kv = input_len, causal) and one decode step.
 LayerShape prefill_shape(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s);
-LayerShape decode_shape(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double context);
+LayerShape decode_shape(const ParallelConfig& p, const InferenceSpec& s, double context);
 CostContext inference_cost_context(const InferenceSpec& s);
 
 // The prompt's forward pass (logits for the last position only).
