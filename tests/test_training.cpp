@@ -160,6 +160,25 @@ TEST(Validation, VTrainMeasuredRuns) {
     EXPECT_LE(summarize(rows).mean_abs_error, 0.12);
 }
 
+TEST(Validation, DatasetContextAppliesToEveryRowBeforeTheUsersSets) {
+    const std::string csv =
+        "id,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,seq_len,system,tp,pp,dp,cp,ep,vp,mbs,gbs,"
+        "sequence_parallel,zero,recompute,precision,measured_step_time_s\n"
+        "r1,gpt-x,24,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,1,16,1,1,1,1,64,false,0,none,fp16,1.0\n";
+    const auto plain = run_validation("set", csv, std::nullopt);
+    const auto slow_net = run_validation("set", csv, R"({"overrides": ["system.scale_out.bw_bytes_per_s=1e9"], "reason": "r"})");
+    ASSERT_TRUE(plain.ok() && slow_net.ok());
+    ASSERT_EQ(slow_net->contexts.size(), 1u);
+    EXPECT_GT(slow_net->cases.at(0).predicted, plain->cases.at(0).predicted);
+    // The user's --set comes last and wins.
+    const auto user = run_validation("set", csv, R"({"overrides": ["system.scale_out.bw_bytes_per_s=1e9"], "reason": "r"})",
+                                     {"system.scale_out.bw_bytes_per_s=25e9"});
+    EXPECT_DOUBLE_EQ(user->cases.at(0).predicted, plain->cases.at(0).predicted);
+    const auto bad = run_validation("set", csv, R"({"overides": [], "reason": "r"})");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("did you mean"), std::string::npos);
+}
+
 TEST(Validation, EveryTrainingRowEvaluatesFinitely) {
     const ValidationReport rep = run_builtin_validation();
     size_t training = 0;

@@ -116,20 +116,17 @@ Runner add_validate(CLI::App& app) {
             if (!in) return bad_input({"--dataset", quote_input(o->dataset), "cannot open the file"});
             std::stringstream ss;
             ss << in.rdbuf();
-            std::vector<std::string> sets;
+            // A data set's context sits beside it: NAME.csv -> NAME.context.json.
+            std::optional<std::string> context;
             const std::string ctx_path = o->dataset.substr(0, o->dataset.rfind('.')) + ".context.json";
             if (std::ifstream ctx_in(ctx_path, std::ios::binary); ctx_in) {
                 std::stringstream cs;
                 cs << ctx_in.rdbuf();
-                auto c = parse_context(o->dataset, cs.str());
-                if (!c) return bad_input(c.error());
-                sets = c->overrides;
-                rep.contexts.push_back(c.value());
+                context = cs.str();
             }
-            sets.insert(sets.end(), o->sets.begin(), o->sets.end());
-            auto contexts = rep.contexts;
-            rep = run_validation(o->dataset, ss.str(), sets);
-            rep.contexts = contexts;
+            auto r = run_validation(o->dataset, ss.str(), context, o->sets);
+            if (!r) return bad_input(r.error());
+            rep = std::move(r).value();
         }
         const Json j = report_json(rep);
         if (o->format == "json") return emit_json(j);

@@ -91,9 +91,39 @@ Expected<Json> row_scenario(const CsvRow& row) {
     return doc;
 }
 
-ValidationReport run_validation(const std::string& dataset, std::string_view csv_text,
-                                const std::vector<std::string>& sets) {
+Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text) {
+    return capture([&] {
+        const std::string origin = dataset + ".context.json";
+        Expected<Json> j = parse_scenario_text(json_text, origin);
+        if (!j) throw InputException(j.error());
+        ObjectReader r(j.value(), origin);
+        DatasetContext c;
+        c.dataset = dataset;
+        c.reason = r.text("reason", std::nullopt);
+        r.ignore("overrides");
+        const Json& list = j.value().contains("overrides") ? j.value()["overrides"] : Json::array();
+        if (!list.is_array()) fail(origin + ".overrides", show(list), "a list of \"PATH=VALUE\" strings");
+        for (const Json& o : list) {
+            if (!o.is_string()) fail(origin + ".overrides", show(o), "a \"PATH=VALUE\" string");
+            c.overrides.push_back(o.get<std::string>());
+        }
+        r.finish();
+        return c;
+    });
+}
+
+Expected<ValidationReport> run_validation(const std::string& dataset, std::string_view csv_text,
+                                          std::optional<std::string_view> context_json,
+                                          const std::vector<std::string>& user_sets) {
     ValidationReport rep;
+    std::vector<std::string> sets;
+    if (context_json) {
+        Expected<DatasetContext> c = parse_context(dataset, *context_json);
+        if (!c) return c.error();
+        sets = c->overrides;
+        rep.contexts.push_back(c.value());
+    }
+    sets.insert(sets.end(), user_sets.begin(), user_sets.end());  // the user's word is last
     for (const CsvRow& row : parse_csv(csv_text)) {
         const std::string& id = field(row, "id");
         const bool training = is_training_row(row);
@@ -135,45 +165,21 @@ ValidationReport run_validation(const std::string& dataset, std::string_view csv
     return rep;
 }
 
-Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text) {
-    return capture([&] {
-        const std::string origin = dataset + ".context.json";
-        Expected<Json> j = parse_scenario_text(json_text, origin);
-        if (!j) throw InputException(j.error());
-        ObjectReader r(j.value(), origin);
-        DatasetContext c;
-        c.dataset = dataset;
-        c.reason = r.text("reason", std::nullopt);
-        r.ignore("overrides");
-        const Json& list = j.value().contains("overrides") ? j.value()["overrides"] : Json::array();
-        if (!list.is_array()) fail(origin + ".overrides", show(list), "a list of \"PATH=VALUE\" strings");
-        for (const Json& o : list) {
-            if (!o.is_string()) fail(origin + ".overrides", show(o), "a \"PATH=VALUE\" string");
-            c.overrides.push_back(o.get<std::string>());
-        }
-        r.finish();
-        return c;
-    });
-}
-
 ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
     ValidationReport all;
     for (const auto& f : embedded_validation_sets()) {
-        std::vector<std::string> row_sets;
-        for (const auto& ctx : embedded_validation_contexts()) {
-            if (ctx.name != std::string(f.name) + ".context") continue;
-            Expected<DatasetContext> c = parse_context(std::string(f.name), ctx.text);
-            if (!c) {
-                all.skipped.push_back(std::string(f.name) + ": " + c.error().message());
-                continue;
-            }
-            row_sets = c->overrides;
-            all.contexts.push_back(c.value());
+        const std::string name(f.name);
+        std::optional<std::string_view> context;
+        for (const auto& ctx : embedded_validation_contexts())
+            if (ctx.name == name + ".context") context = ctx.text;
+        Expected<ValidationReport> r = run_validation(name, f.text, context, sets);
+        if (!r) {
+            all.skipped.push_back(name + ": " + r.error().message());
+            continue;
         }
-        row_sets.insert(row_sets.end(), sets.begin(), sets.end());  // the user's word is last
-        ValidationReport r = run_validation(std::string(f.name), f.text, row_sets);
-        all.cases.insert(all.cases.end(), r.cases.begin(), r.cases.end());
-        all.skipped.insert(all.skipped.end(), r.skipped.begin(), r.skipped.end());
+        all.cases.insert(all.cases.end(), r->cases.begin(), r->cases.end());
+        all.skipped.insert(all.skipped.end(), r->skipped.begin(), r->skipped.end());
+        all.contexts.insert(all.contexts.end(), r->contexts.begin(), r->contexts.end());
     }
     return all;
 }

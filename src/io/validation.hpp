@@ -1,5 +1,6 @@
 #pragma once
 // `scalemodel validate`: every row of a measured data set rebuilt as a scenario and predicted.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,11 @@ Expected<DatasetContext> parse_context(const std::string& dataset, std::string_v
 // The scenario a training or inference row describes. Models that are not presets take the
 // family defaults of their feed-forward type (GPT-style for gelu, Llama-style for swiglu).
 Expected<Json> row_scenario(const CsvRow& row);
-// `sets` are `--set PATH=VALUE` overrides applied to every row (sensitivity studies).
-ValidationReport run_validation(const std::string& dataset, std::string_view csv_text,
-                                const std::vector<std::string>& sets = {});
+// Every row of one data set. `context_json` is the set's <set>.context.json, if it has one: its
+// overrides apply to every row, before `sets` (the user's `--set`s, for sensitivity studies).
+Expected<ValidationReport> run_validation(const std::string& dataset, std::string_view csv_text,
+                                          std::optional<std::string_view> context_json,
+                                          const std::vector<std::string>& sets = {});
 ValidationReport run_builtin_validation(const std::vector<std::string>& sets = {});
 ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 
