@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "comm/collectives.hpp"
-#include "training/step.hpp"
+#include "parallel/placement.hpp"
 
 namespace sm {
 
@@ -57,7 +57,7 @@ PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const Laye
     const ModelSpec& m = c.model;
     const SystemSpec& sys = c.system;
     const CostContext ctx = inference_cost_context(c.inference);
-    const CommSpans spans = training_spans(p, sys);
+    const CommSpans spans = place_groups(p, sys);
     const double layers = as_d(m.layers);
 
     PassCost total = cost_forward(layer_ops(m, layer), sys, ctx, spans).scaled(layers);

@@ -8,8 +8,7 @@
 #include "hardware/cost.hpp"
 #include "inference/inference_spec.hpp"
 #include "model/model_spec.hpp"
-#include "parallel/parallel_config.hpp"
-#include "training/block_cost.hpp"
+#include "parallel/placement.hpp"
 
 namespace sm {
 

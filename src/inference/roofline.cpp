@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "comm/collectives.hpp"
-#include "training/step.hpp"
+#include "parallel/placement.hpp"
 
 namespace sm {
 
@@ -51,7 +51,7 @@ void add_phase(std::vector<RooflineRow>& rows, const char* phase, const InferCon
                const LayerShape& layer, const LayerShape& head) {
     const SystemSpec& sys = c.system;
     const CostContext ctx = inference_cost_context(c.inference);
-    const CommSpans spans = training_spans(p, sys);
+    const CommSpans spans = place_groups(p, sys);
     add_block(rows, phase, "embedding", 1, embedding_ops(c.model, layer), sys, ctx, spans);
     add_block(rows, phase, "layer", as_d(c.model.layers), layer_ops(c.model, layer), sys, ctx, spans);
     add_block(rows, phase, "head", 1, head_ops(c.model, head, false), sys, ctx, spans);

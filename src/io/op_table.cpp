@@ -52,7 +52,7 @@ Blocks blocks(const Scenario& s) {
 
 Json block_json(const LayerOps& ops, const Scenario& s) {
     const CostContext ctx = training_cost_context(s.training);
-    const CommSpans spans = training_spans(s.parallel, s.system);
+    const CommSpans spans = place_groups(s.parallel, s.system);
     Json out = {{"ops", Json::array()}, {"comms", Json::array()}};
     for (const Op& op : ops.ops) {
         const OpCost c = cost_op(op, s.system, ctx);

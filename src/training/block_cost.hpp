@@ -2,14 +2,10 @@
 // Costs of one block of ops (a layer, the embedding, the head) for one micro-batch on one GPU.
 #include <array>
 
-#include "comm/collectives.hpp"
 #include "hardware/cost.hpp"
-#include "parallel/parallel_config.hpp"
+#include "parallel/placement.hpp"
 
 namespace sm {
-
-inline constexpr size_t kGroups = 5;  // indexed by CommGroup
-inline size_t idx(CommGroup g) { return static_cast<size_t>(g); }
 
 struct BlockCost {
     double fwd_s = 0, bwd_s = 0, recompute_s = 0;   // compute, kernel latencies included
@@ -36,10 +32,6 @@ struct BlockCost {
         }
         return saved_bytes;
     }
-};
-
-struct CommSpans {
-    std::array<GroupSpan, kGroups> span{};
 };
 
 // Cost a block: every op through cost_op, every collective through collective_time_s.

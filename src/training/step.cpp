@@ -56,21 +56,10 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     return s;
 }
 
-CommSpans training_spans(const ParallelConfig& p, const SystemSpec& s) {
-    CommSpans c;
-    const int64_t d = s.scale_up_domain;
-    c.span[idx(CommGroup::tp)] = place_group(1, p.tp, d);
-    c.span[idx(CommGroup::cp)] = place_group(p.tp, p.cp, d);
-    c.span[idx(CommGroup::ep)] = place_group(p.tp * p.cp, p.ep, d);
-    c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, d);  // gradients reduce over dp x cp
-    c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, d);
-    return c;
-}
-
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     const LayerShape shape = training_shape(c.model, p, c.training);
     const CostContext ctx = training_cost_context(c.training);
-    const CommSpans spans = training_spans(p, c.system);
+    const CommSpans spans = place_groups(p, c.system);
     const double ov = c.training.tp_overlap;
     LayerCosts out;
     out.layer = cost_block(layer_ops(c.model, shape), c.system, ctx, spans, p.recompute, ov);
@@ -90,7 +79,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));  // the fullest stage
     const double pp = as_d(p.pp);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
-    const CommSpans spans = training_spans(p, sys);
+    const CommSpans spans = place_groups(p, sys);
 
     // Per micro-batch on the slowest stage: the first holds the embedding, the last the head.
     const BlockCost& L = lc.layer;

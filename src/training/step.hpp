@@ -75,7 +75,6 @@ TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);
-CommSpans training_spans(const ParallelConfig& p, const SystemSpec& s);
 // Number formats of training in precision t.precision (fp8 GEMMs on bf16 activations).
 CostContext training_cost_context(const TrainingSpec& t);
 
