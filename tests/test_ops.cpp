@@ -83,6 +83,11 @@ TEST_F(Korthikanti, SelectiveRecompute) {
     EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, true)), Recompute::selective), 34 * s * b * h / t);
 }
 
+TEST_F(Korthikanti, FullRecomputeKeepsTheLayerInput) {
+    EXPECT_DOUBLE_EQ(layer_ops(m, shape(b, s, 8, false)).input_bytes, 2 * s * b * h);
+    EXPECT_DOUBLE_EQ(layer_ops(m, shape(b, s, 8, true)).input_bytes, 2 * s * b * h / t);
+}
+
 TEST(Ops, FusedAttentionKeepsNoScores) {
     // FlashAttention saves Q, K, V and an fp32 log-sum-exp per query and head: no s^2 term.
     ModelSpec m = model_preset("gpt3-175b");

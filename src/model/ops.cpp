@@ -198,6 +198,7 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s) {
     LayerOps out;
     const Dims d = dims(m, s);
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
+    out.input_bytes = d.tokens_sp * d.h * d.e;  // sharded by sequence parallelism, as Megatron keeps it
 
     norm(out, "attn_norm", m, d);
     enter_tp_region(out.comms, s, full_act);

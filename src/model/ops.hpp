@@ -70,6 +70,7 @@ struct LayerShape {
 struct LayerOps {
     std::vector<Op> ops;
     std::vector<CommOp> comms;
+    double input_bytes = 0;  // the block's input activation: what full recompute keeps
 };
 
 // One transformer block.

@@ -27,7 +27,7 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
             attn_bwd_s += c.bwd_s;
         }
     }
-    b.input_bytes = ops.ops.empty() ? 0 : ops.ops.front().saved_bytes;
+    b.input_bytes = ops.input_bytes;
 
     // Overlappable traffic hides behind independent compute of its own pass: ring attention
     // behind the attention of the previous chunk, TP gathers/reductions behind the other
