@@ -12,9 +12,10 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 // Weights as the framework stores them: bf16/fp16 (fp8 GEMMs cast from them), fp32 for fp32/tf32.
 double stored_weight_bytes(Precision p) { return bytes_per_element(activation_precision(p)); }
 
-// Parameters held by one GPU of the first and of the last pipeline stage.
+// Parameters held by one GPU of the first and of the last pipeline stage; `experts` of them
+// (the same on every stage) are expert weights, sharded over ep as well as tp.
 struct StageParams {
-    double first = 0, last = 0;
+    double first = 0, last = 0, experts = 0;
 };
 
 StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p) {
@@ -24,8 +25,17 @@ StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const Paralle
     const double embed = pc.embedding / tp;
     // A tied output layer keeps its own copy of the word embedding on the last stage.
     const double head = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
-    if (p.pp == 1) return {layers * layer + embed + head, layers * layer + embed + head};
-    return {layers * layer + embed, layers * layer + head};
+    const double experts = layers * pc.per_layer_experts / (tp * as_d(p.ep));
+    if (p.pp == 1) return {layers * layer + embed + head, layers * layer + embed + head, experts};
+    return {layers * layer + embed, layers * layer + head, experts};
+}
+
+// What one GPU keeps of `n` stage parameters when ZeRO partitions them: dense ones over the
+// dp x cp replicas, expert ones over the dp x cp / ep replicas that hold the same experts (the
+// ep ranks are carved out of dp x cp, so they are not replicas of each other).
+double zero_shard(double n, double experts, const ParallelConfig& p) {
+    const double dpc = as_d(p.dp * p.cp);
+    return (n - experts) / dpc + experts / (dpc / as_d(p.ep));
 }
 
 }  // namespace
@@ -131,7 +141,6 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const ParamCount pc = count_params(m);
     const StageParams sp = stage_params(m, pc, p);
     const double params = std::max(sp.first, sp.last);
-    const double dpc = as_d(p.dp * p.cp);
     const double wbytes = stored_weight_bytes(t.precision);
     const double gbytes = bytes_per_element(t.grad_precision);
     if (p.dp * p.cp > 1) {
@@ -172,8 +181,8 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
-    const double opt_shard = p.zero >= 1 ? dpc : 1.0;
-    const double local = params / opt_shard;
+    auto held = [&](double n, bool sharded) { return sharded ? zero_shard(n, sp.experts, p) : n; };
+    const double local = held(params, p.zero >= 1);
     bd.optimizer_s = memory_time_s(local * (gbytes + 2.0 * t.optimizer_state_bytes_per_param + wbytes), sys);
 
     // Overlap hides traffic behind compute, not behind other traffic: every collective crossing
@@ -213,9 +222,9 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double overhead = t.framework_overhead_bytes + t.comm_buffer_bytes;
     auto stage_memory = [&](double stage_params_n, double act) {
         TrainMemory mem;
-        mem.weights_bytes = stage_params_n * wbytes / (p.zero == 3 ? dpc : 1.0);
-        mem.gradients_bytes = stage_params_n * gbytes / (p.zero >= 2 ? dpc : 1.0);
-        mem.optimizer_bytes = stage_params_n * t.optimizer_state_bytes_per_param / opt_shard;
+        mem.weights_bytes = held(stage_params_n, p.zero == 3) * wbytes;
+        mem.gradients_bytes = held(stage_params_n, p.zero >= 2) * gbytes;
+        mem.optimizer_bytes = held(stage_params_n, p.zero >= 1) * t.optimizer_state_bytes_per_param;
         mem.activations_bytes = act;
         mem.overhead_bytes = overhead;
         mem.peak_bytes_per_gpu = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + act + overhead;
