@@ -5,6 +5,7 @@
 #include <string>
 
 #include "io/scenario.hpp"
+#include "training/step.hpp"
 
 namespace sm::testing {
 
@@ -30,6 +31,50 @@ inline Scenario scenario(const std::string& json, Purpose purpose = Purpose::tra
     auto s = build_scenario(doc.value(), purpose);
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
     return s.value();
+}
+
+// A machine with round numbers and no efficiency curves, so a test can time things by hand:
+// bf16 and fp8 peaks 1 PFLOP/s at full efficiency, 1 TB/s HBM at full efficiency, no kernel
+// latency; scale-up 100 GB/s and scale-out 10 GB/s per GPU, no latency, efficiency 1; domains
+// of 8 GPUs.
+inline SystemSpec round_system() {
+    SystemSpec s;
+    s.accel.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)] = 1e15;
+    s.accel.matrix_flop_per_s[static_cast<size_t>(Precision::fp8)] = 1e15;
+    s.accel.vector_flop_per_s = 1e15;
+    s.accel.memory_bytes = 80e9;
+    s.accel.memory_bw_bytes_per_s = 1e12;
+    s.scale_up_domain = 8;
+    s.scale_up = {100e9, 0, 1};
+    s.scale_out = {10e9, 0, 1};
+    s.eff = Efficiency{};
+    s.eff.gemm_max = s.eff.gemm_max_8bit = s.eff.attention_max = s.eff.memory_max = 1;
+    s.eff.gemm_half_dim = s.eff.gemm_half_tokens = s.eff.memory_half_bytes = 0;
+    s.eff.kernel_latency_s = 0;
+    s.eff.overlap_interference = 0;
+    return s;
+}
+
+// A small GPT (8 layers, h = 64, 4 heads, ffn 256, vocab 1000, s = 128, learned positions, biases,
+// layernorm, untied head). Parameters by hand: a layer is 12h^2 + 13h = 49,152 + 832 = 49,984;
+// the embedding (1000 + 128) x 64 = 72,192; the head 1000 x 64 = 64,000; the final norm 2h = 128.
+inline ModelSpec tiny_gpt() {
+    ModelSpec m;
+    m.name = "tiny";
+    m.layers = 8;
+    m.hidden = 64;
+    m.heads = 4;
+    m.kv_heads = 4;
+    m.ffn_hidden = 256;
+    m.vocab = 1000;
+    m.seq_len = 128;
+    return m;
+}
+
+// A training step over hand-set layer costs: what assemble_step does with them, alone.
+inline TrainResult step_over(const ModelSpec& m, const SystemSpec& s, const TrainingSpec& t, const ParallelConfig& p,
+                             const LayerCosts& costs = {}) {
+    return assemble_step({m, s, t}, p, costs);
 }
 
 }  // namespace sm::testing

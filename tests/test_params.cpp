@@ -46,6 +46,37 @@ TEST(Params, MixtralTotalAndActive) {
     EXPECT_NEAR(active / 1e9, 12.9, 0.1);
 }
 
+TEST(Params, GatedFfnWithBiasesAndExpertsByHand) {
+    // h = 64, MHA, ffn 256, LayerNorm, biases. Attention: QKV 64 x 192 + 192, output 64 x 64 + 64
+    // = 16,640; two norms of 2h = 256; SwiGLU: three 64 x 256 matrices + gate and up biases
+    // (2 x 256) + down bias (64) = 49,728. Total 66,624.
+    ModelSpec m;
+    m.layers = 2;
+    m.hidden = 64;
+    m.heads = 4;
+    m.kv_heads = 4;
+    m.ffn_hidden = 256;
+    m.ffn_act = FfnAct::swiglu;
+    m.vocab = 10;
+    m.seq_len = 8;
+    EXPECT_DOUBLE_EQ(count_params(m).per_layer, 66624);
+    EXPECT_DOUBLE_EQ(count_params(m).per_layer_active, 66624);
+    EXPECT_DOUBLE_EQ(count_params(m).per_layer_experts, 0);
+    // 8 experts of FFN 128, top-2, no biases, RMSNorm: attention 4h^2 = 16,384, norms 2h = 128,
+    // router 8h = 512, each expert 3 x 64 x 128 = 24,576.
+    m.bias = false;
+    m.norm = NormKind::rmsnorm;
+    m.moe = {8, 2, 128};
+    const ParamCount p = count_params(m);
+    EXPECT_DOUBLE_EQ(p.per_layer, 16384 + 128 + 512 + 8 * 24576);
+    EXPECT_DOUBLE_EQ(p.per_layer_active, 16384 + 128 + 512 + 2 * 24576);
+    EXPECT_DOUBLE_EQ(p.per_layer_experts, 8 * 24576);
+    EXPECT_DOUBLE_EQ(p.final_norm, 64);
+    EXPECT_DOUBLE_EQ(p.embedding, (10 + 8) * 64);  // learned positions
+    m.tied_embeddings = true;
+    EXPECT_DOUBLE_EQ(count_params(m).lm_head, 0);
+}
+
 TEST(Params, EveryPresetParses) {
     for (const auto& name : model_preset_names()) {
         auto j = model_preset_json(name);

@@ -1,6 +1,7 @@
 // Properties over random valid scenarios (seeded, deterministic): results are finite and
-// repeatable, the breakdown adds up, faster hardware is never slower, more sharding never needs
-// more weight memory per GPU, and recomputation trades time for activation memory monotonically.
+// repeatable, the bubble is (pp-1)/(vp m) of the ideal time, ZeRO divides the right states,
+// faster hardware is never slower, more sharding never needs more weight memory per GPU, and
+// recomputation trades time for activation memory monotonically.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -133,18 +134,41 @@ TEST(Properties, FiniteAndDeterministic) {
     });
 }
 
-TEST(Properties, BreakdownAddsUpToStepTime) {
+// Narayanan et al. 2021: the bubble is (pp - 1)/(vp m) of the ideal time of m micro-batches
+// (the parts of the step that run per micro-batch on the slowest stage). Every part is >= 0.
+TEST(Properties, BubbleFractionAndNonNegativeParts) {
     for_each_case([](const Json& doc) {
-        const TrainResult r = run(build(doc));
+        const Scenario s = build(doc);
+        const TrainResult r = run(s);
         const TrainBreakdown& b = r.breakdown;
-        EXPECT_NEAR(b.sum(), r.step_time_s, 1e-12 * r.step_time_s);
+        const double per_mb_parts = b.compute_s + b.recompute_s + b.tp_comm_exposed_s + b.cp_comm_exposed_s + b.ep_comm_exposed_s;
+        const double pp = static_cast<double>(s.parallel.pp), vp = static_cast<double>(s.parallel.vp);
+        EXPECT_NEAR(b.bubble_s, (pp - 1) / (vp * static_cast<double>(r.microbatches)) * per_mb_parts, 1e-12 * per_mb_parts);
+        EXPECT_EQ(r.microbatches, s.training.global_batch / (s.parallel.dp * s.parallel.microbatch));
         for (double part : {b.compute_s, b.recompute_s, b.bubble_s, b.optimizer_s, b.tp_comm_exposed_s,
                             b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.cp_comm_exposed_s, b.ep_comm_exposed_s})
             EXPECT_GE(part, 0);
-        const TrainMemory& m = r.memory;
-        EXPECT_NEAR(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.overhead_bytes,
-                    m.peak_bytes_per_gpu, 1e-12 * m.peak_bytes_per_gpu);
     });
+}
+
+// Model states per GPU follow the ZeRO stage (dense layouts and ep = 1, where every parameter
+// has dp x cp replicas): bf16 weights, fp32 gradients (2x the weights' bytes), 12-byte Adam
+// state (6x), each divided by dp x cp from the stage that partitions it. MoE layouts with ep > 1:
+// tests/test_moe_memory.cpp.
+TEST(Properties, ZeroStatesFollowTheStage) {
+    int checked = 0;
+    for_each_case([&](const Json& doc) {
+        const Scenario s = build(doc);
+        if (s.parallel.ep > 1) return;
+        ++checked;
+        const TrainMemory& m = run(s).memory;
+        const double n = static_cast<double>(s.parallel.dp * s.parallel.cp);
+        const int64_t z = s.parallel.zero;
+        const double w_div = z == 3 ? n : 1, g_div = z >= 2 ? n : 1, o_div = z >= 1 ? n : 1;
+        EXPECT_NEAR(m.gradients_bytes / m.weights_bytes, 2 * w_div / g_div, 1e-12 * w_div);
+        EXPECT_NEAR(m.optimizer_bytes / m.weights_bytes, 6 * w_div / o_div, 1e-12 * w_div);
+    });
+    EXPECT_GT(checked, kCases / 2);
 }
 
 // Multiplies one hardware figure of the resolved system by `k`.

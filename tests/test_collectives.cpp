@@ -1,0 +1,118 @@
+// Collective costs on one and two network levels against hand arithmetic with the DGX H100
+// preset's links: NVLink 450 GB/s x 0.75 = 337.5 GB/s, 2.5 us per hop; InfiniBand 50 GB/s x 0.85 =
+// 42.5 GB/s, 5 us per hop; 8 GPUs per scale-up domain. A ring collective over n GPUs moves
+// 2 (n-1)/n S (all-reduce) or (n-1)/n S (all-gather, reduce-scatter) per GPU and pays
+// min(ring hops, 2 ceil(log2 n)) latencies (NCCL's switch to trees).
+#include <gtest/gtest.h>
+
+#include "comm/collectives.hpp"
+#include "parallel/placement.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+constexpr double kUp = 337.5e9, kUpLat = 2.5e-6, kOut = 42.5e9, kOutLat = 5e-6;
+constexpr double S = 1e9;
+
+SystemSpec h100() {
+    const SystemSpec s = testing::system_preset("dgx-h100");
+    EXPECT_DOUBLE_EQ(s.scale_up.effective_bw(), kUp);
+    EXPECT_DOUBLE_EQ(s.scale_up.latency_s, kUpLat);
+    EXPECT_DOUBLE_EQ(s.scale_out.effective_bw(), kOut);
+    EXPECT_DOUBLE_EQ(s.scale_out.latency_s, kOutLat);
+    EXPECT_EQ(s.scale_up_domain, 8);
+    return s;
+}
+
+// 16 GPUs as 2 domains of 8: reduce-scatter S in the domain (7/8 S over NVLink, min(7, 6) = 6
+// hops), all-reduce the S/8 shard across the 2 domains (2 x 1/2 x S/8 over InfiniBand, min(2, 2)
+// hops), all-gather S back in the domain.
+TEST(Collectives, TwoLevelAllReduceByHand) {
+    const SystemSpec s = h100();
+    const double intra = 7.0 / 8 * S / kUp + 6 * kUpLat;  // 2.5926 ms + 15 us
+    const double inter = S / 8 / kOut + 2 * kOutLat;      // 2.9412 ms + 10 us
+    EXPECT_NEAR(collective_time_s(Collective::all_reduce, S, {16, 8, 2}, s), 2 * intra + inter, 1e-15);
+    // The same 16 GPUs in one flat ring over the NICs: 2 x 15/16 S and min(30, 8) hops.
+    EXPECT_NEAR(collective_time_s(Collective::all_reduce, S, {16, 1, 16}, s), 2 * 15.0 / 16 * S / kOut + 8 * kOutLat, 1e-15);
+    // Within the domain alone.
+    EXPECT_NEAR(collective_time_s(Collective::all_reduce, S, {8, 8, 1}, s), 2 * 7.0 / 8 * S / kUp + 6 * kUpLat, 1e-15);
+}
+
+// All-gather (and reduce-scatter) of a gathered size S: 7/8 S in the domain, then the domain's
+// S/8 across 2 domains: 1/2 x S/8 and min(1, 2) = 1 hop.
+TEST(Collectives, TwoLevelGatherAndScatterByHand) {
+    const SystemSpec s = h100();
+    const double expected = 7.0 / 8 * S / kUp + 6 * kUpLat + 0.5 * S / 8 / kOut + 1 * kOutLat;
+    EXPECT_NEAR(collective_time_s(Collective::all_gather, S, {16, 8, 2}, s), expected, 1e-15);
+    EXPECT_NEAR(collective_time_s(Collective::reduce_scatter, S, {16, 8, 2}, s), expected, 1e-15);
+    // Ring latency is cheaper than the tree below 4 GPUs: n = 3 takes 2 hops (tree: 2 x 2).
+    EXPECT_NEAR(collective_time_s(Collective::all_gather, S, {3, 3, 1}, s), 2.0 / 3 * S / kUp + 2 * kUpLat, 1e-15);
+    // n = 6: 5 ring hops, tree 2 x ceil(log2 6) = 6: the ring's 5.
+    EXPECT_NEAR(collective_time_s(Collective::reduce_scatter, S, {6, 6, 1}, s), 5.0 / 6 * S / kUp + 5 * kUpLat, 1e-15);
+    // n = 6 all-reduce: 10 ring hops against the tree's 6.
+    EXPECT_NEAR(collective_time_s(Collective::all_reduce, S, {6, 6, 1}, s), 2 * 5.0 / 6 * S / kUp + 6 * kUpLat, 1e-15);
+}
+
+// All-to-all: each GPU sends (n-1)/n of its buffer, one latency per peer. Over 2 domains of 8,
+// 8/16 of it crosses the NIC and 7/16 stays on NVLink; both move at once, so the slower level
+// sets the time (the max, not the min), with 15 scale-out latencies.
+TEST(Collectives, AllToAllTakesTheSlowerLevel) {
+    SystemSpec s = h100();
+    EXPECT_NEAR(collective_time_s(Collective::all_to_all, S, {16, 8, 2}, s), 0.5 * S / kOut + 15 * kOutLat, 1e-15);
+    // Make the NIC 100x faster: now NVLink's 7/16 S is the slower part.
+    s.scale_out.bw_bytes_per_s *= 100;
+    EXPECT_NEAR(collective_time_s(Collective::all_to_all, S, {16, 8, 2}, s), 7.0 / 16 * S / kUp + 15 * kOutLat, 1e-15);
+    // One level: 7/8 S over NVLink and 7 hops.
+    EXPECT_NEAR(collective_time_s(Collective::all_to_all, S, {8, 8, 1}, s), 7.0 / 8 * S / kUp + 7 * kUpLat, 1e-15);
+}
+
+TEST(Collectives, PointToPointUsesTheLinkBetweenItsEnds) {
+    const SystemSpec s = h100();
+    EXPECT_NEAR(collective_time_s(Collective::p2p, S, {2, 1, 2}, s), S / kOut + kOutLat, 1e-15);
+    EXPECT_NEAR(collective_time_s(Collective::p2p, S, {2, 2, 1}, s), S / kUp + kUpLat, 1e-15);
+    EXPECT_EQ(collective_time_s(Collective::p2p, S, {1, 1, 1}, s), 0.0);
+    EXPECT_EQ(collective_time_s(Collective::all_reduce, 0, {8, 8, 1}, s), 0.0);
+}
+
+// A group whose members sit `stride` ranks apart puts domain/stride of them in each domain,
+// rounded down to a divisor of the group size (every domain holds the same count).
+TEST(Collectives, PlacementRoundsToADivisor) {
+    auto eq = [](GroupSpan g, int64_t size, int64_t l, int64_t r) { return g.size == size && g.local == l && g.remote == r; };
+    EXPECT_TRUE(eq(place_group(1, 12, 8), 12, 4, 3));  // 8 would not divide 12: 4 per domain
+    EXPECT_TRUE(eq(place_group(3, 4, 8), 4, 2, 2));    // 8 / 3 = 2 per domain
+    EXPECT_TRUE(eq(place_group(16, 4, 8), 4, 1, 4));
+    EXPECT_TRUE(eq(place_group(2, 2, 8), 2, 2, 1));
+}
+
+// Megatron's rank order (tp fastest, then cp, dp with ep inside it, pp) on domains of 8, for
+// tp 2, cp 2, dp 4, ep 2, pp 2 (32 GPUs): TP and CP and EP stay inside a domain; the gradient
+// group (dp x cp = 8 ranks, every second rank) spans 2 domains of 4; stages are 16 ranks apart.
+TEST(Collectives, GroupsOfALayout) {
+    ParallelConfig p;
+    p.tp = 2;
+    p.cp = 2;
+    p.dp = 4;
+    p.ep = 2;
+    p.pp = 2;
+    const CommSpans c = place_groups(p, h100());
+    auto is = [&](CommGroup g, int64_t size, int64_t l, int64_t r) {
+        const GroupSpan x = c.span[idx(g)];
+        EXPECT_EQ(x.size, size);
+        EXPECT_EQ(x.local, l);
+        EXPECT_EQ(x.remote, r);
+    };
+    is(CommGroup::tp, 2, 2, 1);
+    is(CommGroup::cp, 2, 2, 1);
+    is(CommGroup::ep, 2, 2, 1);
+    is(CommGroup::dp, 8, 4, 2);
+    is(CommGroup::pp, 2, 1, 2);
+    // With dp 8 the expert group (stride tp x cp = 4) fills the domain 2 at a time: ep 4 spans 2.
+    p.dp = 8;
+    p.ep = 4;
+    EXPECT_EQ(place_groups(p, h100()).span[idx(CommGroup::ep)].local, 2);
+    EXPECT_EQ(place_groups(p, h100()).span[idx(CommGroup::ep)].remote, 2);
+}
+
+}  // namespace
+}  // namespace sm

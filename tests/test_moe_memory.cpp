@@ -1,0 +1,148 @@
+// Mixture of experts: what every GPU keeps, summed over the machine, against the model's
+// parameter count times how often the layout replicates each parameter; and the expert layer's
+// shapes and all-to-all bytes with top-k routing.
+//
+// Layout convention (Megatron-LM): the ep ranks of an expert group are carved out of the dp x cp
+// ranks; expert weights are split over tp x ep and replicated over the dp x cp / ep ranks that
+// hold the same experts; dense weights are split over tp and replicated over dp x cp. ZeRO
+// partitions each state over the ranks that replicate it, so a partitioned state is held once.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+using testing::round_system;
+using testing::step_over;
+
+// 4 layers, h = 64, 4 heads (MHA), SwiGLU experts: 8 of them, top-2, expert FFN 128; RMSNorm, no
+// biases, rotary positions, vocab 1000, untied head. By hand, per layer: attention 4h^2 = 16,384,
+// two norms 2h = 128, router 8h = 512 (dense: 17,024), experts 8 x 3 x 64 x 128 = 196,608.
+ModelSpec tiny_moe() {
+    ModelSpec m = testing::tiny_gpt();
+    m.layers = 4;
+    m.ffn_act = FfnAct::swiglu;
+    m.norm = NormKind::rmsnorm;
+    m.bias = false;
+    m.position = PositionKind::rope;
+    m.moe = {8, 2, 128};
+    return m;
+}
+constexpr double kFinalNorm = 64;
+constexpr double kDense = 4 * 17024 + 64000 + 64000 + kFinalNorm;  // 196,160 (embedding, head, final norm)
+constexpr double kExperts = 4 * 196608;                             // 786,432
+
+// A small deterministic generator (splitmix64).
+struct Rng {
+    uint64_t s;
+    uint64_t next() {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    int64_t pick(const std::vector<int64_t>& v) { return v[next() % v.size()]; }
+};
+
+// Every GPU of a single-stage layout holds the same: the sum over the machine is gpus x one GPU.
+// Expected sum of parameter copies: dense weights replicated dp x cp times (once when ZeRO
+// partitions this state), experts dp x cp / ep times (once when partitioned). The final norm is
+// kept whole by each tp rank (the model counts a layer's norms as split with the layer).
+TEST(MoeMemory, StatesSummedOverAllGpusAreTheModelTimesItsReplication) {
+    const ModelSpec m = tiny_moe();
+    const SystemSpec s = round_system();
+    Rng g{7};
+    int cases = 0;
+    for (int i = 0; i < 300; ++i) {
+        ParallelConfig p;
+        p.tp = g.pick({1, 2, 4});
+        p.dp = g.pick({1, 2, 4, 8});
+        p.cp = g.pick({1, 2});
+        p.ep = g.pick({1, 2, 4, 8});
+        p.zero = g.pick({0, 1, 2, 3});
+        if ((p.dp * p.cp) % p.ep != 0) continue;
+        ++cases;
+        TrainingSpec t;
+        t.global_batch = p.dp;
+        const TrainMemory mem = step_over(m, s, t, p).memory;
+        const double gpus = static_cast<double>(p.tp * p.dp * p.cp);
+        const double dpc = static_cast<double>(p.dp * p.cp), edp = dpc / static_cast<double>(p.ep);
+        const double dense = kDense + kFinalNorm * static_cast<double>(p.tp - 1);
+        auto copies = [&](bool partitioned) { return partitioned ? dense + kExperts : dpc * dense + edp * kExperts; };
+        SCOPED_TRACE(::testing::Message() << "tp " << p.tp << " dp " << p.dp << " cp " << p.cp << " ep " << p.ep
+                                          << " zero " << p.zero);
+        EXPECT_NEAR(gpus * mem.weights_bytes / 2, copies(p.zero == 3), 1e-9 * copies(p.zero == 3));
+        EXPECT_NEAR(gpus * mem.gradients_bytes / 4, copies(p.zero >= 2), 1e-9 * copies(p.zero >= 2));
+        EXPECT_NEAR(gpus * mem.optimizer_bytes / 12, copies(p.zero >= 1), 1e-9 * copies(p.zero >= 1));
+        // The optimizer streams 30 bytes per parameter it holds (tests/test_zero.cpp).
+        const double opt_s = step_over(m, s, t, p).breakdown.optimizer_s;
+        EXPECT_NEAR(gpus * opt_s * 1e12 / 30, copies(p.zero >= 1), 1e-9 * copies(p.zero >= 1));
+    }
+    EXPECT_GT(cases, 150);
+}
+
+// GPT-MoE 1.8T on 4,096 GPUs (tp 2, dp 1024, cp 2, ep 4, ZeRO 1): Adam's 12 bytes for each of
+// its parameters, held once over the machine, plus the final norm's second tp copy. By hand:
+// per layer 4h^2 + 2h + 16h + 16 x 3 x h x 30,720 with h = 15,360; 76 layers; embedding and head
+// 100,352 x h each; final norm h. About 1.796e12 parameters: 21.6 TB of optimizer state.
+// (Before the fix of this test's commit the experts were divided by ep twice: 6.06 TB.)
+TEST(MoeMemory, Gpt18TOptimizerStateOverTheMachine) {
+    const ModelSpec m = testing::model_preset("gpt-moe-1.8t");
+    const double h = 15360;
+    const double params = 76 * (4 * h * h + 2 * h + 16 * h + 16 * 3 * h * 30720) + 2 * 100352 * h + h;
+    EXPECT_NEAR(params / 1e12, 1.796, 0.001);
+    ParallelConfig p;
+    p.tp = 2;
+    p.dp = 1024;
+    p.cp = 2;
+    p.ep = 4;
+    p.zero = 1;
+    TrainingSpec t;
+    t.global_batch = 1024;
+    const TrainMemory mem = step_over(m, testing::system_preset("gb200-nvl72"), t, p).memory;
+    EXPECT_NEAR(4096 * mem.optimizer_bytes, 12 * (params + h), 1e-9 * 12 * params);
+}
+
+// The expert layer of one GPU (tiny_moe, 2 sequences of 128 tokens, ep 2): the router sees all
+// 256 tokens; top-2 routing makes 512 token copies, spread over the 8/2 = 4 local experts (128
+// each); each all-to-all moves every copy's h-vector in bf16: 512 x 64 x 2 = 65,536 bytes, four
+// times (dispatch and combine, forward and backward).
+TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
+    const ModelSpec m = tiny_moe();
+    LayerShape sh;
+    sh.batch = 2;
+    sh.q_len = sh.kv_len = 128;
+    sh.ep = 2;
+    auto gemm = [](const LayerOps& l, std::string_view name) {
+        for (const Op& op : l.ops)
+            if (op.name == name) return op.gemm;
+        ADD_FAILURE() << name;
+        return GemmShape{};
+    };
+    auto a2a = [](const LayerOps& l) {
+        std::vector<double> b;
+        for (const CommOp& c : l.comms)
+            if (c.group == CommGroup::ep && c.kind == Collective::all_to_all) b.push_back(c.bytes);
+        return b;
+    };
+    const LayerOps l = layer_ops(m, sh);
+    const GemmShape router = gemm(l, "moe_router"), up = gemm(l, "expert_up"), down = gemm(l, "expert_down");
+    EXPECT_EQ((std::vector<double>{router.m, router.n, router.k, router.batch}), (std::vector<double>{256, 8, 64, 1}));
+    EXPECT_EQ((std::vector<double>{up.m, up.n, up.k, up.batch}), (std::vector<double>{128, 256, 64, 4}));
+    EXPECT_EQ((std::vector<double>{down.m, down.n, down.k, down.batch}), (std::vector<double>{128, 64, 128, 4}));
+    EXPECT_EQ(a2a(l), (std::vector<double>(4, 65536)));
+    // Top-1 halves the copies and the traffic; ep 1 has none.
+    ModelSpec top1 = m;
+    top1.moe.top_k = 1;
+    EXPECT_EQ(a2a(layer_ops(top1, sh)), (std::vector<double>(4, 32768)));
+    sh.ep = 1;
+    EXPECT_TRUE(a2a(layer_ops(m, sh)).empty());
+    EXPECT_EQ(gemm(layer_ops(m, sh), "expert_up").batch, 8);
+}
+
+}  // namespace
+}  // namespace sm
