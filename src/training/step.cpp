@@ -96,9 +96,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const BlockCost& first = lc.embedding;
     const BlockCost& last = lc.head;
     const bool single = p.pp == 1;
-    const double first_extra = first.total_s() + (single ? last.total_s() : 0.0);
-    const double last_extra = single ? first_extra : last.total_s();
-    const bool last_slower = last_extra > first_extra;
+    const bool last_slower = last.total_s() > first.total_s();
     auto extra = [&](auto get) { return single ? get(first) + get(last) : get(last_slower ? last : first); };
 
     const double compute_mb = layers * (L.fwd_s + L.bwd_s) + extra([](const BlockCost& b) { return b.fwd_s + b.bwd_s; });
