@@ -76,6 +76,12 @@ TEST(GemmPasses, RectangularBf16Bytes) {
     EXPECT_DOUBLE_EQ(c.fwd_bytes, 1430000);
     EXPECT_DOUBLE_EQ(c.dgrad_bytes, 1430000);
     EXPECT_DOUBLE_EQ(c.wgrad_bytes, 1460000);
+    // Nothing to cast when the operands are stored as the tensor cores read them.
+    EXPECT_EQ(cast_bytes_fwd(weight_gemm().gemm, CostContext{}), 0.0);
+    EXPECT_EQ(cast_bytes_bwd(weight_gemm().gemm, CostContext{}), 0.0);
+    // An empty GEMM costs nothing, not even a launch.
+    for (const GemmShape g : {GemmShape{0, kN, kK, 1}, GemmShape{kM, 0, kK, 1}, GemmShape{kM, kN, 0, 1}, GemmShape{kM, kN, kK, 0}})
+        EXPECT_EQ(gemm_time_s(g, 2, 2, 2, 1e15, machine()), 0.0);
 }
 
 // Compute-bound (HBM made free), fp8 path at 50% of 1 PFLOP/s, utilisation x/(x + 8) for the

@@ -135,6 +135,28 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     EXPECT_EQ((std::vector<double>{up.m, up.n, up.k, up.batch}), (std::vector<double>{128, 256, 64, 4}));
     EXPECT_EQ((std::vector<double>{down.m, down.n, down.k, down.batch}), (std::vector<double>{128, 64, 128, 4}));
     EXPECT_EQ(a2a(l), (std::vector<double>(4, 65536)));
+    // Saved inputs: the router's 256 x 64, the experts' 512 copies x 64 and x 128, at 2 bytes. The
+    // gated activation reads 512 x 2 x 128 and writes 512 x 128 elements (393,216 bytes), 7 FLOP
+    // per output, and keeps its input (262,144 bytes).
+    auto op = [](const LayerOps& ops, std::string_view name) {
+        for (const Op& o : ops.ops)
+            if (o.name == name) return o;
+        ADD_FAILURE() << name;
+        return Op{};
+    };
+    EXPECT_DOUBLE_EQ(op(l, "moe_router").saved_bytes, 32768);
+    EXPECT_DOUBLE_EQ(op(l, "expert_up").saved_bytes, 65536);
+    EXPECT_DOUBLE_EQ(op(l, "expert_down").saved_bytes, 131072);
+    const Op act = op(l, "expert_act");
+    EXPECT_DOUBLE_EQ(act.bytes, 393216);
+    EXPECT_DOUBLE_EQ(act.saved_bytes, 262144);
+    EXPECT_DOUBLE_EQ(act.vector_flop, 7 * 512 * 128);
+    // Tensor parallelism splits each expert's FFN: 64 columns per rank.
+    LayerShape tp2 = sh;
+    tp2.tp = 2;
+    const LayerOps l2 = layer_ops(m, tp2);
+    EXPECT_DOUBLE_EQ(gemm(l2, "expert_up").n, 128);
+    EXPECT_DOUBLE_EQ(gemm(l2, "expert_down").k, 64);
     // Top-1 halves the copies and the traffic; ep 1 has none.
     ModelSpec top1 = m;
     top1.moe.top_k = 1;

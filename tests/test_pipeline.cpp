@@ -100,6 +100,31 @@ TEST(Pipeline, PointToPointHopsAndBytes) {
     near.tp = 2;
     near.sequence_parallel = true;
     EXPECT_NEAR(step_over(m, s, batch_of(4), near).link.pp_s, 2 * 4 * (full / 2) / 100e9, 1e-18);
+    // One stage: no hops, even where a gather would cost something (tp 2 without SP).
+    ParallelConfig one;
+    one.tp = 2;
+    const TrainResult r1 = step_over(m, s, batch_of(4), one);
+    EXPECT_EQ(r1.link.pp_s, 0.0);
+    EXPECT_EQ(r1.breakdown.pp_comm_exposed_s, 0.0);
+}
+
+// Time on the wire per step: per micro-batch, every layer of the fullest stage (4 of 8 on pp 2)
+// and, for TP, the slower end's block (here the head, 1 ms of forward): TP 1 ms per layer and
+// 0.25 ms in the head, CP 2 ms, EP 3 ms per layer; 2 micro-batches.
+TEST(Pipeline, LinkTimesPerStep) {
+    const ModelSpec m = tiny_gpt();
+    const SystemSpec s = round_system();
+    LayerCosts c;
+    c.layer.comm_link_s[idx(CommGroup::tp)] = 1 * ms;
+    c.layer.comm_link_s[idx(CommGroup::cp)] = 2 * ms;
+    c.layer.comm_link_s[idx(CommGroup::ep)] = 3 * ms;
+    c.embedding.comm_link_s[idx(CommGroup::tp)] = 0.5 * ms;
+    c.head.comm_link_s[idx(CommGroup::tp)] = 0.25 * ms;
+    c.head.fwd_s = 1 * ms;
+    const TrainResult r = step_over(m, s, batch_of(2), pipeline(2, 1), c);
+    EXPECT_NEAR(r.link.tp_s, 2 * (4 * 1 + 0.25) * ms, 1e-15);
+    EXPECT_NEAR(r.link.cp_s, 2 * 4 * 2 * ms, 1e-15);
+    EXPECT_NEAR(r.link.ep_s, 2 * 4 * 3 * ms, 1e-15);
 }
 
 // Activations held by the first stage under 1F1B: min(pp, m) micro-batches of its layers, times
@@ -133,6 +158,43 @@ TEST(Pipeline, ActivationsInFlightAndInterleavingFactor) {
     EXPECT_DOUBLE_EQ(act(4, 1, 1, Recompute::none), 2 * 1e9 + 0.3e9);
     // One stage keeps all 8 layers, the embedding and the head for its one micro-batch in flight.
     EXPECT_DOUBLE_EQ(act(1, 1, 8, Recompute::none), 8 * 1e9 + 0.05e9 + 0.3e9);
+    // ... and all 536,192 parameters, embedding and head included.
+    EXPECT_DOUBLE_EQ(step_over(m, s, batch_of(8), pipeline(1, 1), c).memory.weights_bytes, 2 * 536192.0);
+}
+
+// A training micro-batch as the layer sees it: 3 sequences, the 128 tokens split over cp 2 (each
+// query attends to all 128 keys, half of them under the causal mask), fp8 GEMMs on bf16 activations.
+TEST(Pipeline, MicroBatchShapeAndNumberFormats) {
+    ModelSpec m = tiny_gpt();
+    ParallelConfig p;
+    p.tp = 2;
+    p.cp = 2;
+    p.microbatch = 3;
+    p.sequence_parallel = true;
+    TrainingSpec t;
+    t.precision = Precision::fp8;
+    const LayerShape sh = training_shape(m, p, t);
+    EXPECT_DOUBLE_EQ(sh.batch, 3);
+    EXPECT_DOUBLE_EQ(sh.q_len, 64);
+    EXPECT_DOUBLE_EQ(sh.kv_len, 128);
+    EXPECT_DOUBLE_EQ(sh.causal_fraction, 0.5);
+    EXPECT_EQ(sh.tp, 2);
+    EXPECT_EQ(sh.cp, 2);
+    EXPECT_TRUE(sh.sequence_parallel);
+    EXPECT_DOUBLE_EQ(sh.act_bytes, 2);
+    EXPECT_DOUBLE_EQ(sh.kv_bytes, 2);
+    const CostContext ctx = training_cost_context(t);
+    EXPECT_EQ(ctx.math, Precision::fp8);
+    EXPECT_DOUBLE_EQ(ctx.act_bytes, 2);
+    EXPECT_DOUBLE_EQ(ctx.operand_bytes, 1);
+    EXPECT_DOUBLE_EQ(ctx.weight_bytes, 1);
+    EXPECT_DOUBLE_EQ(ctx.kv_bytes, 2);
+    m.causal = false;
+    p.tp = 1;  // sequence parallelism needs tensor parallelism
+    EXPECT_DOUBLE_EQ(training_shape(m, p, t).causal_fraction, 1.0);
+    EXPECT_FALSE(training_shape(m, p, t).sequence_parallel);
+    p.ep = 2;
+    EXPECT_EQ(training_shape(m, p, t).ep, 2);
 }
 
 // Every collective that crosses the scale-out network shares the GPU's NIC, so the step lasts at
@@ -161,6 +223,26 @@ TEST(Pipeline, NicSharingFloorsTheStep) {
     const TrainResult free = step_over(m, s, batch_of(4), p, c);
     EXPECT_NEAR(free.breakdown.dp_comm_exposed_s, L / 8, 1e-15);
     EXPECT_NEAR(free.step_time_s, 8 * ms + opt + L / 8, 1e-15);
+}
+
+// With a domain of one GPU every group crosses the NIC: cp 2 and ep 2 rings (1 ms per layer each,
+// 8 layers, one micro-batch) and the dp x cp = 2 gradient all-reduce (2 x 1/2 x 4P at 10 GB/s)
+// share it, so the step lasts at least 8 + 8 ms + 4P/1e10. TP (a group of one) is not on it.
+TEST(Pipeline, NicFloorCountsEveryGroupThatLeavesTheDomain) {
+    const ModelSpec m = tiny_gpt();
+    SystemSpec s = round_system();
+    s.scale_up_domain = 1;
+    ParallelConfig p;
+    p.cp = 2;
+    p.ep = 2;
+    LayerCosts c;
+    c.layer.comm_link_s[idx(CommGroup::tp)] = 1 * ms;
+    c.layer.comm_link_s[idx(CommGroup::cp)] = 1 * ms;
+    c.layer.comm_link_s[idx(CommGroup::ep)] = 1 * ms;
+    const double dp_link = 4 * 536192 / 10e9;
+    const TrainResult r = step_over(m, s, batch_of(1), p, c);
+    EXPECT_NEAR(r.link.dp_s, dp_link, 1e-15);
+    EXPECT_NEAR(r.step_time_s, 16 * ms + dp_link, 1e-15);
 }
 
 }  // namespace

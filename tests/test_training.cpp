@@ -31,6 +31,9 @@ TEST(Training, ModelFlopMatchesMegatronFormula) {
     const double B = 256, sq = 2048, l = 96, h = 12288, V = 51200;
     const double expected = 72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h));
     EXPECT_NEAR(run(s).model_flop_per_step / expected, 1.0, 1e-12);
+    // The layout does not change the model's FLOP: tp 4 x cp 2 x pp 4 x dp 8, 2 sequences per micro-batch.
+    const Scenario other = with(kGpt3, {"parallel.tp=4", "parallel.cp=2", "parallel.pp=4", "parallel.dp=8", "parallel.microbatch=2"});
+    EXPECT_NEAR(run(other).model_flop_per_step / expected, 1.0, 1e-12);
 }
 
 // Hardware FLOP over model FLOP (HFU / MFU) is 1 + recomputed / model FLOP. Recompute re-runs

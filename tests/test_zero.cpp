@@ -66,6 +66,11 @@ TEST(Zero, DataParallelTrafficPerStepOverDpTimesCp) {
     // dp 2 alone is a ring of 2: an all-reduce moves 2 x 1/2 x 4P = 4P, not 6P.
     const TrainResult dp_only = step_over(m, s, batch_of(8, false), layout(2, 1, 0));
     EXPECT_NEAR(dp_only.link.dp_s, 4 * kP / kScaleUp, 1e-12);
+    // On two stages the fuller one (the first: 4 layers and the embedding, 272,128 parameters)
+    // sets the traffic.
+    ParallelConfig two = layout(2, 1, 0);
+    two.pp = 2;
+    EXPECT_NEAR(step_over(m, s, batch_of(8, false), two).link.dp_s, 4 * 272128 / kScaleUp, 1e-12);
     // No data parallelism, no traffic.
     EXPECT_EQ(step_over(m, s, t, layout(1, 1, 3)).link.dp_s, 0.0);
 }
