@@ -71,6 +71,14 @@ inline ModelSpec tiny_gpt() {
     return m;
 }
 
+// The training workload of a hand case: `global_batch` sequences, defaults otherwise.
+inline TrainingSpec batch_of(int64_t global_batch, bool dp_overlap = true) {
+    TrainingSpec t;
+    t.global_batch = global_batch;
+    t.dp_overlap = dp_overlap;
+    return t;
+}
+
 // A training step over hand-set layer costs: what assemble_step does with them, alone.
 inline TrainResult step_over(const ModelSpec& m, const SystemSpec& s, const TrainingSpec& t, const ParallelConfig& p,
                              const LayerCosts& costs = {}) {

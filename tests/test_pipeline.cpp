@@ -7,6 +7,7 @@
 namespace sm {
 namespace {
 
+using testing::batch_of;
 using testing::round_system;
 using testing::step_over;
 using testing::tiny_gpt;
@@ -33,12 +34,6 @@ ParallelConfig pipeline(int64_t pp, int64_t vp) {
     p.pp = pp;
     p.vp = vp;
     return p;
-}
-
-TrainingSpec batch_of(int64_t global_batch) {
-    TrainingSpec t;
-    t.global_batch = global_batch;
-    return t;
 }
 
 // 8 layers on pp = 4: 2 per stage. One micro-batch on the slowest stage (the last) lasts

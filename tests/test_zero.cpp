@@ -16,6 +16,7 @@
 namespace sm {
 namespace {
 
+using testing::batch_of;
 using testing::round_system;
 using testing::step_over;
 using testing::tiny_gpt;
@@ -32,13 +33,6 @@ ParallelConfig layout(int64_t dp, int64_t cp, int64_t zero) {
     p.cp = cp;
     p.zero = zero;
     return p;
-}
-
-TrainingSpec batch_of(int64_t global_batch, bool dp_overlap) {
-    TrainingSpec t;
-    t.global_batch = global_batch;
-    t.dp_overlap = dp_overlap;
-    return t;
 }
 
 // dp 2 x cp 2: a ring of n = 4 in one scale-up domain; global batch 8 over dp 2 = 4 micro-batches.
