@@ -1,0 +1,183 @@
+// The layout search on spaces small enough to enumerate by hand: the counts it reports, memory
+// pruning at the capacity (a layout that fits by a hair is costed, one a byte over is not), and
+// each objective's order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "search/search.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+using testing::round_system;
+using testing::tiny_llama;
+
+TrainingSpec training(int64_t global_batch) {
+    TrainingSpec t;
+    t.global_batch = global_batch;
+    t.precision = Precision::bf16;
+    t.framework_overhead_bytes = 1e6;
+    t.comm_buffer_bytes = 0;
+    return t;
+}
+
+// Stage parameters of the toy model in training (every weight, norms included, split by tp):
+// per layer 36,992; embedding 6,400; head 6,400 + final norm 64.
+//   tp 1 pp 1: 2 x 36,992 + 12,864 = 86,848     tp 1 pp 2: 36,992 + 6,464 = 43,456 (last stage)
+//   tp 2 pp 1: 86,848 / 2 = 43,424 + 32 = 43,456  tp 2 pp 2: 18,496 + 3,264 = 21,760
+// Without ZeRO each parameter holds bf16 weight 2 + fp32 gradient 4 + Adam 12 = 18 bytes.
+TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
+    const ModelSpec m = [] {
+        ModelSpec x = tiny_llama(2);
+        x.seq_len = 16;
+        return x;
+    }();
+    SystemSpec sys = round_system();
+    sys.scale_up_domain = 2;
+    sys.accel.memory_bytes = 2e6;  // the 1 MB allowance + 1 MB: only tp 1 pp 1 (1.56 MB of state) overflows
+    const TrainingSpec t = training(4);
+    LayoutConstraints f;
+    f.cp = 1;
+    f.zero = 0;
+    f.microbatch = 1;
+    f.sequence_parallel = false;
+    f.recompute = Recompute::none;
+    SearchOptions o;
+    o.gpus = 4;
+    o.top_k = 100;
+    const SearchResult r = search_layouts({m, sys, t}, f, o);
+    // (tp, pp, dp): (1,1,4) (1,2,2) (2,1,2) (2,2,1) (4,1,1); pp 2 at tp 4 leaves half a GPU.
+    EXPECT_EQ(r.stats.candidates, 5);
+    EXPECT_EQ(r.stats.pruned_domain, 1);     // tp 4 spans two 2-GPU domains
+    EXPECT_EQ(r.stats.pruned_memory, 1);     // tp 1 pp 1: 18 x 86,848 + 1e6 = 2,563,264 B > 2e6
+    EXPECT_EQ(r.stats.evaluated, 3);         // 18 x 43,456 + 1e6 = 1,782,208 and 1,391,680 B fit
+    EXPECT_EQ(r.stats.layer_costings, 2);    // one per tensor-parallel degree
+    EXPECT_EQ(r.stats.feasible, 3);
+    ASSERT_EQ(r.best.size(), 3u);
+    for (const SearchHit& h : r.best) {
+        EXPECT_FALSE(h.layout.tp == 1 && h.layout.pp == 1);
+        EXPECT_EQ(h.layout.tp * h.layout.pp * h.layout.dp, 4);
+    }
+}
+
+// One tp 1 pp 1 dp 2 layout per ZeRO stage of a 64-layer toy: P = 64 x 36,992 + 12,864 =
+// 2,380,352 parameters. Bytes per parameter over dp 2: ZeRO 0: 2 + 4 + 12 = 18; ZeRO 1: 2 + 4 +
+// 6 = 12; ZeRO 2: 2 + 2 + 6 = 10; ZeRO 3: 1 + 2 + 6 = 9. Activations under full recompute
+// (16 tokens) are a few hundred kB.
+struct HairSpace {
+    ModelSpec model = [] {
+        ModelSpec x = tiny_llama(64);
+        x.seq_len = 16;
+        return x;
+    }();
+    SystemSpec system = round_system();
+    TrainingSpec train = training(2);
+    static constexpr double kParams = 64 * 36992.0 + 12864;
+    static constexpr double kZero1Static = 12 * kParams + 1e6;
+
+    SearchResult run() const {
+        LayoutConstraints f;
+        f.tp = 1;
+        f.pp = 1;
+        f.cp = 1;
+        f.microbatch = 1;
+        f.sequence_parallel = false;
+        f.recompute = Recompute::full;
+        SearchOptions o;
+        o.gpus = 2;
+        o.top_k = 10;
+        return search_layouts({model, system, train}, f, o);
+    }
+};
+
+bool has_zero(const SearchResult& r, int64_t z) {
+    return std::any_of(r.best.begin(), r.best.end(), [z](const SearchHit& h) { return h.layout.zero == z; });
+}
+
+TEST(SearchSpace, LayoutThatFitsByAHairIsCosted) {
+    HairSpace s;
+    // 2 MiB above ZeRO 1's weights, gradients, optimizer state and allowance (29.56 MB).
+    s.system.accel.memory_bytes = HairSpace::kZero1Static + 2 * 1048576.0;
+    const SearchResult r = s.run();
+    EXPECT_EQ(r.stats.candidates, 4);
+    EXPECT_EQ(r.stats.pruned_memory, 1);  // ZeRO 0: 6 x P = 14.3 MB more
+    EXPECT_EQ(r.stats.evaluated, 3);
+    EXPECT_EQ(r.stats.feasible, 3);
+    EXPECT_TRUE(has_zero(r, 1));
+    EXPECT_FALSE(has_zero(r, 0));
+    for (const SearchHit& h : r.best) EXPECT_LE(h.result.memory.peak_bytes_per_gpu, s.system.accel.memory_bytes);
+}
+
+TEST(SearchSpace, LayoutOneByteOverIsPruned) {
+    HairSpace s;
+    s.system.accel.memory_bytes = HairSpace::kZero1Static - 1;
+    const SearchResult r = s.run();
+    EXPECT_EQ(r.stats.pruned_memory, 2);  // ZeRO 0 and 1
+    EXPECT_EQ(r.stats.evaluated, 2);
+    EXPECT_FALSE(has_zero(r, 1));
+    EXPECT_TRUE(has_zero(r, 2));  // 2 x P = 4.8 MB less
+}
+
+TEST(SearchSpace, ObjectiveScores) {
+    TrainResult r;
+    r.step_time_s = 2.5;
+    r.tokens_per_s_per_gpu = 300;
+    r.mfu = 0.4;
+    // Lower is better: time as is, throughput and MFU negated.
+    EXPECT_EQ(objective_score(Objective::step_time, r), 2.5);
+    EXPECT_EQ(objective_score(Objective::tokens_per_s_per_gpu, r), -300.0);
+    EXPECT_EQ(objective_score(Objective::mfu, r), -0.4);
+    for (Objective o : {Objective::step_time, Objective::tokens_per_s_per_gpu, Objective::mfu})
+        EXPECT_EQ(parse_objective(to_string(o)), o);
+    EXPECT_EQ(to_string(Objective::mfu), "mfu");
+    EXPECT_EQ(to_string(Objective::tokens_per_s_per_gpu), "tokens_per_s_per_gpu");
+    EXPECT_EQ(to_string(Objective::step_time), "step_time");
+    EXPECT_FALSE(parse_objective("latency").has_value());
+}
+
+// Every feasible layout of a small space under each objective: the search's list is the
+// whole set, best first, and its winner is the argmin / argmax taken here.
+TEST(SearchSpace, EachObjectiveRanksTheWholeSpace) {
+    ModelSpec m = tiny_llama(4);
+    m.seq_len = 64;
+    const SystemSpec sys = round_system();
+    const TrainingSpec t = training(8);
+    LayoutConstraints f;
+    f.cp = 1;
+    f.zero = 1;
+    f.sequence_parallel = false;
+    SearchOptions o;
+    o.gpus = 4;
+    o.top_k = 1000;
+    const double tokens = 8.0 * 64;
+    for (Objective obj : {Objective::step_time, Objective::tokens_per_s_per_gpu, Objective::mfu}) {
+        SCOPED_TRACE(std::string(to_string(obj)));
+        o.objective = obj;
+        const SearchResult r = search_layouts({m, sys, t}, f, o);
+        ASSERT_GT(r.best.size(), 10u);
+        ASSERT_EQ(static_cast<int64_t>(r.best.size()), r.stats.feasible);
+        double lo = 1e300, hi = -1e300;
+        for (const SearchHit& h : r.best) {
+            const double v = obj == Objective::step_time             ? h.result.step_time_s
+                             : obj == Objective::tokens_per_s_per_gpu ? tokens / h.result.step_time_s / 4
+                                                                      : h.result.mfu;
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+        ASSERT_LT(lo, hi);  // a sign flip would crown a different layout
+        const TrainResult& w = r.best.front().result;
+        if (obj == Objective::step_time) {
+            EXPECT_EQ(w.step_time_s, lo);
+        } else if (obj == Objective::tokens_per_s_per_gpu) {
+            EXPECT_DOUBLE_EQ(w.tokens_per_s_per_gpu, hi);
+        } else {
+            EXPECT_EQ(w.mfu, hi);
+        }
+        for (size_t i = 1; i < r.best.size(); ++i) EXPECT_LE(r.best[i - 1].score, r.best[i].score);
+    }
+}
+
+}  // namespace
+}  // namespace sm
