@@ -196,6 +196,8 @@ TEST(InferenceByHand, MemoryPeakAndLargestBatch) {
     EXPECT_EQ(max_batch_that_fits({m, sys, s}, layout(1, 1)), 7);
     sys.accel.memory_bytes = fixed + 7 * per_seq - 1;
     EXPECT_EQ(max_batch_that_fits({m, sys, s}, layout(1, 1)), 6);
+    sys.accel.memory_bytes = fixed + per_seq;
+    EXPECT_EQ(max_batch_that_fits({m, sys, s}, layout(1, 1)), 1);
     sys.accel.memory_bytes = fixed + per_seq - 1;
     EXPECT_EQ(max_batch_that_fits({m, sys, s}, layout(1, 1)), 0);
     sys.accel.memory_bytes = fixed - 1;
@@ -205,6 +207,26 @@ TEST(InferenceByHand, MemoryPeakAndLargestBatch) {
     EXPECT_TRUE(evaluate_inference({m, sys, s}, layout(1, 1)).fits_in_memory);
     sys.accel.memory_bytes = fixed + per_seq - 1;
     EXPECT_FALSE(evaluate_inference({m, sys, s}, layout(1, 1)).fits_in_memory);
+}
+
+TEST(InferenceByHand, ActivationsOfLogitsAndUnfusedScores) {
+    const SystemSpec sys = round_system();
+    // A 10,000-word vocabulary: the fp32 logits of the sampled positions (batch 2 x 10,000 x 4 B
+    // = 80,000 B; 40,000 B per rank at tp 2) outgrow every kernel's working set.
+    ModelSpec big_vocab = tiny_llama(2);
+    big_vocab.vocab = 10000;
+    const InferenceSpec s = workload(2, 10, 5);
+    EXPECT_DOUBLE_EQ(inference_memory({big_vocab, sys, s}, layout(1, 1), 2).activations_bytes, 2 * 10 * 64 * 2 + 80000.0);
+    EXPECT_DOUBLE_EQ(inference_memory({big_vocab, sys, s}, layout(2, 1), 2).activations_bytes, 2 * 10 * 64 * 2 + 40000.0);
+    // Unfused attention materialises the scores: at the last decode step (1,010 tokens) the
+    // softmax reads and writes 4 heads x 1,010 x 2 B twice = 16,160 B, beside the 128 B residual.
+    // The full cache (258,560 B) and these activations make the peak.
+    ModelSpec unfused = tiny_llama(2);
+    unfused.attention = AttentionImpl::unfused;
+    const InferenceSpec longer = workload(1, 10, 1000);
+    const InferMemory mem = inference_memory({unfused, sys, longer}, layout(1, 1), 1);
+    EXPECT_DOUBLE_EQ(mem.activations_bytes, 128 + 16160.0);
+    EXPECT_DOUBLE_EQ(mem.peak_bytes_per_gpu, 86848 * 2.0 + 1000 + 258560 + 128 + 16160);
 }
 
 TEST(InferenceByHand, ResultFiguresFromThePasses) {
