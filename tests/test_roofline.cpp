@@ -52,6 +52,7 @@ TEST(Roofline, RowsByHand) {
     s.output_len = 20;
     const Roofline r = inference_roofline({m, sys, s}, ParallelConfig{}, 0);
     EXPECT_EQ(r.context, 110);
+    EXPECT_EQ(inference_roofline({m, sys, s}, ParallelConfig{}, 1).context, 1);  // given: kept
     EXPECT_DOUBLE_EQ(r.balance, 100e12 / 4e12);
 
     // Decode ffn_up: [1 x 64] x [64 x 256]: 2 x 256 x 64 = 32,768 FLOP; (64 + 16,384 + 256) x 2 B
@@ -124,6 +125,8 @@ TEST(Roofline, RowsByHand) {
     ASSERT_NE(lg, nullptr);
     EXPECT_DOUBLE_EQ(lg->bytes, 200.0);
     EXPECT_DOUBLE_EQ(lg->time_s, 0.5 * 200 / 100e9 + 1e-6);
+    // Prefill samples one position too: the same 200 B gathered.
+    EXPECT_DOUBLE_EQ(find(c, "prefill", "logits_all_gather")->bytes, 200.0);
     const RooflineRow* pp = find(c, "decode", "pp_send");
     ASSERT_NE(pp, nullptr);
     EXPECT_EQ(pp->count, 1.0);

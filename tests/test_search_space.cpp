@@ -60,6 +60,42 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
         EXPECT_FALSE(h.layout.tp == 1 && h.layout.pp == 1);
         EXPECT_EQ(h.layout.tp * h.layout.pp * h.layout.dp, 4);
     }
+    // Sequence parallelism free: a second copy of each tp > 1 shape (at tp 1 it is the same
+    // layout and is not counted twice): 5 + 3 = 8 layouts, 2 of them at tp 4.
+    f.sequence_parallel.reset();
+    const SearchResult sp = search_layouts({m, sys, t}, f, o);
+    EXPECT_EQ(sp.stats.candidates, 8);
+    EXPECT_EQ(sp.stats.pruned_domain, 2);
+    EXPECT_EQ(sp.stats.pruned_memory, 1);
+    EXPECT_EQ(sp.stats.evaluated, 5);
+    EXPECT_EQ(sp.stats.layer_costings, 3);  // tp 1; tp 2 without and with SP
+}
+
+// Equal scores are ordered by the layout tuple: on one GPU the ZeRO stages are the same layout
+// in all but name (nothing to shard over), so they tie and come out ZeRO 0, 1, 2, 3.
+TEST(SearchSpace, TiesComeOutInLayoutOrder) {
+    ModelSpec m = tiny_llama(2);
+    m.seq_len = 16;
+    const SystemSpec sys = round_system();
+    const TrainingSpec t = training(1);
+    LayoutConstraints f;
+    f.tp = 1;
+    f.pp = 1;
+    f.cp = 1;
+    f.microbatch = 1;
+    f.recompute = Recompute::none;
+    SearchOptions o;
+    o.gpus = 1;
+    o.top_k = 10;
+    const SearchResult r = search_layouts({m, sys, t}, f, o);
+    ASSERT_EQ(r.best.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(r.best[i].layout.zero, static_cast<int64_t>(i));
+        EXPECT_EQ(r.best[i].score, r.best[0].score);
+    }
+    EXPECT_TRUE(layout_before(r.best[0].layout, r.best[1].layout));
+    EXPECT_FALSE(layout_before(r.best[1].layout, r.best[0].layout));
+    EXPECT_FALSE(layout_before(r.best[1].layout, r.best[1].layout));
 }
 
 // One tp 1 pp 1 dp 2 layout per ZeRO stage of a 64-layer toy: P = 64 x 36,992 + 12,864 =
