@@ -87,6 +87,24 @@ TEST(InferenceByHand, WeightsPerStage) {
     EXPECT_DOUBLE_EQ(weight_params_per_gpu(m, layout(1, 2)), 36992.0 + 6400 + 65536);
 }
 
+TEST(InferenceByHand, ExpertWeightsSplitByExpertParallelism) {
+    // Four experts of SwiGLU width 128 (top 2): per layer qkv 8,192 + out 4,096 + router 64 x 4
+    // = 256, each expert up 64 x 256 + down 128 x 64 = 24,576; norms 128.
+    ModelSpec m = tiny_llama(2);
+    m.moe.experts = 4;
+    m.moe.top_k = 2;
+    m.moe.expert_ffn_hidden = 128;
+    auto expected = [](double experts_per_gpu) {
+        const double layer = 8192 + 4096 + 256 + experts_per_gpu * 24576 + 128;
+        return 2 * layer + 6400 + 6400 + 64;
+    };
+    for (int64_t ep : {1, 2, 4}) {
+        ParallelConfig p = layout(1, 1, 4);
+        p.ep = ep;
+        EXPECT_DOUBLE_EQ(weight_params_per_gpu(m, p), expected(4.0 / static_cast<double>(ep))) << ep;
+    }
+}
+
 TEST(InferenceByHand, WeightBytesFollowTheStoragePrecision) {
     const ModelSpec m = tiny_llama(2);
     const SystemSpec sys = round_system();

@@ -69,6 +69,33 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
     EXPECT_EQ(sp.stats.pruned_memory, 1);
     EXPECT_EQ(sp.stats.evaluated, 5);
     EXPECT_EQ(sp.stats.layer_costings, 3);  // tp 1; tp 2 without and with SP
+    // Micro-batches of 2: dp 4 leaves one sequence per replica, so tp 1 pp 1 drops out.
+    f.sequence_parallel = false;
+    f.microbatch = 2;
+    const SearchResult mb2 = search_layouts({m, sys, t}, f, o);
+    EXPECT_EQ(mb2.stats.candidates, 4);
+    EXPECT_EQ(mb2.stats.pruned_memory, 0);
+}
+
+// Nothing fits: the last progress report says there is no best (and a score of 0, not infinity).
+TEST(SearchSpace, ProgressWithoutAFeasibleLayout) {
+    ModelSpec m = tiny_llama(2);
+    m.seq_len = 16;
+    SystemSpec sys = round_system();
+    sys.accel.memory_bytes = 1e6 + 1000;  // the allowance alone is 1e6 B
+    const TrainingSpec t = training(4);
+    SearchOptions o;
+    o.gpus = 4;
+    SearchProgress last;
+    last.have_best = true;
+    last.best_score = -1;
+    const SearchResult r = search_layouts({m, sys, t}, {}, o, [&](const SearchProgress& p) { last = p; });
+    EXPECT_TRUE(r.best.empty());
+    EXPECT_EQ(r.stats.feasible, 0);
+    EXPECT_FALSE(last.have_best);
+    EXPECT_EQ(last.best_score, 0.0);
+    EXPECT_EQ(last.done, last.total);
+    EXPECT_GT(last.total, 0);
 }
 
 // Equal scores are ordered by the layout tuple: on one GPU the ZeRO stages are the same layout
