@@ -177,6 +177,27 @@ TEST(InferenceByHand, KvCacheIsReadInItsFormat) {
     EXPECT_DOUBLE_EQ(fp16 - fp8, 2 * 3840 * (2.0 - 1.0));
 }
 
+TEST(InferenceByHand, Fp8MathReadsOneByteOperandsBesideBf16Activations) {
+    const ModelSpec m = tiny_llama(2);
+    const SystemSpec sys = round_system();
+    InferenceSpec s = workload(1, 10, 5);
+    s.precision = Precision::fp8;
+    s.weight_precision = Precision::fp8;
+    // Decode ffn_up [1 x 64] x [64 x 256]: the fp8 input 64 x 1 B, fp8 weights 16,384 x 1 B, the
+    // bf16 output 256 x 2 B = 16,960 B; the cast of the bf16 activation into fp8 reads 2 B and
+    // writes 1 B per element: 64 x 3 = 192 B more. 32,768 FLOP at the 200 TFLOP/s 8-bit peak.
+    const Roofline r = inference_roofline({m, sys, s}, layout(1, 1), 12);
+    const RooflineRow* up = nullptr;
+    for (const RooflineRow& row : r.rows)
+        if (row.phase == "decode" && row.name == "ffn_up") up = &row;
+    ASSERT_NE(up, nullptr);
+    EXPECT_DOUBLE_EQ(up->bytes, 16960.0 + 192);
+    EXPECT_DOUBLE_EQ(up->compute_s, 32768 / 200e12);
+    EXPECT_DOUBLE_EQ(up->memory_s, 16960 / 1e12);
+    EXPECT_DOUBLE_EQ(up->time_s, (16960.0 + 192) / 1e12);
+    EXPECT_DOUBLE_EQ(r.balance, 200e12 / 1e12);
+}
+
 TEST(InferenceByHand, PrefillFlopHasOneHeadPosition) {
     const ModelSpec m = tiny_llama(2);
     const SystemSpec sys = round_system();
