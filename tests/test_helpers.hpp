@@ -52,6 +52,18 @@ inline ModelSpec tiny_llama(int64_t layers = 2) {
     return m;
 }
 
+// An inference workload in fp16 throughout (math, weights, KV cache).
+inline InferenceSpec fp16_workload(int64_t batch, int64_t in, int64_t out) {
+    InferenceSpec s;
+    s.batch = batch;
+    s.input_len = in;
+    s.output_len = out;
+    s.precision = Precision::fp16;
+    s.weight_precision = Precision::fp16;
+    s.kv_precision = Precision::fp16;
+    return s;
+}
+
 // A machine with round numbers and no calibration: every efficiency 1, no half-sizes, no
 // latencies, so an op's time is max(FLOP / peak, bytes / bandwidth) and a test can state it.
 // Matrix peak 100 TFLOP/s (16-bit), 200 (8-bit), 50 (fp32/tf32); HBM 1 TB/s; scale-up
@@ -74,18 +86,9 @@ inline SystemSpec round_system() {
     s.scale_up_domain = 8;
     s.scale_up = {100e9, 1e-6, 1.0};
     s.scale_out = {10e9, 5e-6, 1.0};
-    s.eff.gemm_max = 1;
-    s.eff.gemm_half_dim = 0;
-    s.eff.gemm_half_tokens = 0;
-    s.eff.gemm_max_8bit = 1;
-    s.eff.attention_max = 1;
-    s.eff.memory_max = 1;
-    s.eff.memory_half_bytes = 0;
-    s.eff.kernel_latency_s = 0;
-    s.eff.scale_up = 1;
-    s.eff.scale_out = 1;
-    s.eff.host_layer_overhead_s = 0;
-    s.eff.host_collective_overhead_s = 0;
+    s.eff = {.gemm_max = 1, .gemm_half_dim = 0, .gemm_half_tokens = 0, .gemm_max_8bit = 1, .attention_max = 1,
+             .memory_max = 1, .memory_half_bytes = 0, .kernel_latency_s = 0, .scale_up = 1, .scale_out = 1,
+             .overlap_interference = 0, .host_layer_overhead_s = 0, .host_collective_overhead_s = 0};
     return s;
 }
 

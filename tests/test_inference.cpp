@@ -16,34 +16,9 @@ namespace {
 using testing::model_preset;
 using testing::system_preset;
 
-// A Llama-style toy: h = 64, 4 heads of 16, 2 KV heads (GQA), SwiGLU f = 128, V = 100.
-ModelSpec tiny() {
-    ModelSpec m;
-    m.name = "tiny";
-    m.layers = 2;
-    m.hidden = 64;
-    m.heads = 4;
-    m.kv_heads = 2;
-    m.ffn_hidden = 128;
-    m.ffn_act = FfnAct::swiglu;
-    m.vocab = 100;
-    m.seq_len = 1024;
-    m.norm = NormKind::rmsnorm;
-    m.bias = false;
-    m.position = PositionKind::rope;
-    return m;
-}
-
-InferenceSpec workload(int64_t batch, int64_t in, int64_t out) {
-    InferenceSpec s;
-    s.batch = batch;
-    s.input_len = in;
-    s.output_len = out;
-    s.precision = Precision::fp16;
-    s.weight_precision = Precision::fp16;
-    s.kv_precision = Precision::fp16;
-    return s;
-}
+// The toy model and fp16 workloads of test_helpers.hpp.
+ModelSpec tiny() { return testing::tiny_llama(2); }
+constexpr auto workload = &testing::fp16_workload;
 
 TEST(Inference, KvCacheBytesByHand) {
     const ModelSpec m = tiny();

@@ -13,13 +13,9 @@ namespace {
 using testing::round_system;
 using testing::tiny_llama;
 
+// fp16 (the cache in `kv`) with a 1,000-byte framework allowance, so memory sums stay readable.
 InferenceSpec workload(int64_t batch, int64_t in, int64_t out, Precision kv = Precision::fp16) {
-    InferenceSpec s;
-    s.batch = batch;
-    s.input_len = in;
-    s.output_len = out;
-    s.precision = Precision::fp16;
-    s.weight_precision = Precision::fp16;
+    InferenceSpec s = testing::fp16_workload(batch, in, out);
     s.kv_precision = kv;
     s.framework_overhead_bytes = 1000;
     return s;

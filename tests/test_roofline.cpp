@@ -57,40 +57,32 @@ TEST(Roofline, RowsByHand) {
 
     // Decode ffn_up: [1 x 64] x [64 x 256]: 2 x 256 x 64 = 32,768 FLOP; (64 + 16,384 + 256) x 2 B
     // = 33,408 B. Compute 32,768 / 50e12; memory 33,408 / 3.2e12: memory-bound.
-    const RooflineRow* d = find(r, "decode", "ffn_up");
-    ASSERT_NE(d, nullptr);
-    EXPECT_EQ(d->block, "layer");
-    EXPECT_EQ(d->count, 2.0);
-    EXPECT_DOUBLE_EQ(d->flop, 32768.0);
-    EXPECT_DOUBLE_EQ(d->bytes, 33408.0);
-    EXPECT_DOUBLE_EQ(d->intensity, 32768.0 / 33408.0);
-    EXPECT_DOUBLE_EQ(d->balance, 25.0);
-    EXPECT_DOUBLE_EQ(d->compute_s, 32768.0 / 50e12);
-    EXPECT_DOUBLE_EQ(d->memory_s, 33408.0 / 3.2e12);
-    EXPECT_DOUBLE_EQ(d->time_s, 33408.0 / 3.2e12 + 2e-6);
-    EXPECT_EQ(d->bound, Bound::memory);
-
+    // A row by hand: FLOP, bytes, the compute and memory terms at their achievable rates, and
+    // the time (the larger term + 2 us launch latency) with what bounds it.
+    auto expect_row = [&](const char* phase, const char* name, double flop, double bytes, double rate, Bound bound) {
+        SCOPED_TRACE(std::string(phase) + " " + name);
+        const RooflineRow* row = find(r, phase, name);
+        ASSERT_NE(row, nullptr);
+        EXPECT_EQ(row->block, "layer");
+        EXPECT_EQ(row->count, 2.0);
+        EXPECT_DOUBLE_EQ(row->flop, flop);
+        EXPECT_DOUBLE_EQ(row->bytes, bytes);
+        EXPECT_DOUBLE_EQ(row->intensity, flop / bytes);
+        EXPECT_DOUBLE_EQ(row->balance, 25.0);  // the matrix peak's, whatever fraction the op reaches
+        EXPECT_DOUBLE_EQ(row->compute_s, flop / rate);
+        EXPECT_DOUBLE_EQ(row->memory_s, bytes / 3.2e12);
+        EXPECT_DOUBLE_EQ(row->time_s, std::max(flop / rate, bytes / 3.2e12) + 2e-6);
+        EXPECT_EQ(row->bound, bound);
+    };
+    // Decode ffn_up: [1 x 64] x [64 x 256]: 2 x 256 x 64 = 32,768 FLOP; (64 + 16,384 + 256) x 2 B
+    // = 33,408 B. Compute at 50 TFLOP/s, memory at 3.2 TB/s: memory-bound.
+    expect_row("decode", "ffn_up", 32768, 33408, 50e12, Bound::memory);
     // Prefill ffn_up: [100 x 64] x [64 x 256]: 3,276,800 FLOP; (6,400 + 16,384 + 25,600) x 2 B
     // = 96,768 B (intensity 33.9 above the effective ridge 50e12 / 3.2e12 = 15.6): compute-bound.
-    const RooflineRow* p = find(r, "prefill", "ffn_up");
-    ASSERT_NE(p, nullptr);
-    EXPECT_DOUBLE_EQ(p->flop, 3276800.0);
-    EXPECT_DOUBLE_EQ(p->bytes, 96768.0);
-    EXPECT_DOUBLE_EQ(p->compute_s, 3276800.0 / 50e12);
-    EXPECT_DOUBLE_EQ(p->memory_s, 96768.0 / 3.2e12);
-    EXPECT_DOUBLE_EQ(p->time_s, 3276800.0 / 50e12 + 2e-6);
-    EXPECT_EQ(p->bound, Bound::compute);
-
+    expect_row("prefill", "ffn_up", 3276800, 96768, 50e12, Bound::compute);
     // Decode attention at context 110: 4 x 4 heads x 110 x 16 = 28,160 FLOP at 25 TFLOP/s; Q and
-    // O 2 x 64 x 2 B + K and V 2 x 110 x 2 x 16 x 2 B = 14,336 B. The balance is the peak's.
-    const RooflineRow* a = find(r, "decode", "attention");
-    ASSERT_NE(a, nullptr);
-    EXPECT_DOUBLE_EQ(a->flop, 28160.0);
-    EXPECT_DOUBLE_EQ(a->bytes, 14336.0);
-    EXPECT_DOUBLE_EQ(a->balance, 25.0);
-    EXPECT_DOUBLE_EQ(a->compute_s, 28160.0 / 25e12);
-    EXPECT_DOUBLE_EQ(a->memory_s, 14336.0 / 3.2e12);
-    EXPECT_EQ(a->bound, Bound::memory);
+    // O 2 x 64 x 2 B + K and V 2 x 110 x 2 x 16 x 2 B = 14,336 B.
+    expect_row("decode", "attention", 28160, 14336, 25e12, Bound::memory);
 
     // The head: one position's logits in both phases, [1 x 64] x [64 x 100].
     for (const char* phase : {"prefill", "decode"}) {

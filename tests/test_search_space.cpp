@@ -23,6 +23,22 @@ TrainingSpec training(int64_t global_batch) {
     return t;
 }
 
+// No context parallelism, one sequence per micro-batch, the given recompute; the rest searched.
+LayoutConstraints key_held(Recompute rc) {
+    LayoutConstraints f;
+    f.cp = 1;
+    f.microbatch = 1;
+    f.recompute = rc;
+    return f;
+}
+
+SearchOptions options(int64_t gpus, size_t top_k) {
+    SearchOptions o;
+    o.gpus = gpus;
+    o.top_k = top_k;
+    return o;
+}
+
 // Stage parameters of the toy model in training (every weight, norms included, split by tp):
 // per layer 36,992; embedding 6,400; head 6,400 + final norm 64.
 //   tp 1 pp 1: 2 x 36,992 + 12,864 = 86,848     tp 1 pp 2: 36,992 + 6,464 = 43,456 (last stage)
@@ -38,15 +54,10 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
     sys.scale_up_domain = 2;
     sys.accel.memory_bytes = 2e6;  // the 1 MB allowance + 1 MB: only tp 1 pp 1 (1.56 MB of state) overflows
     const TrainingSpec t = training(4);
-    LayoutConstraints f;
-    f.cp = 1;
+    LayoutConstraints f = key_held(Recompute::none);
     f.zero = 0;
-    f.microbatch = 1;
     f.sequence_parallel = false;
-    f.recompute = Recompute::none;
-    SearchOptions o;
-    o.gpus = 4;
-    o.top_k = 100;
+    const SearchOptions o = options(4, 100);
     const SearchResult r = search_layouts({m, sys, t}, f, o);
     // (tp, pp, dp): (1,1,4) (1,2,2) (2,1,2) (2,2,1) (4,1,1); pp 2 at tp 4 leaves half a GPU.
     EXPECT_EQ(r.stats.candidates, 5);
@@ -105,16 +116,10 @@ TEST(SearchSpace, TiesComeOutInLayoutOrder) {
     m.seq_len = 16;
     const SystemSpec sys = round_system();
     const TrainingSpec t = training(1);
-    LayoutConstraints f;
+    LayoutConstraints f = key_held(Recompute::none);
     f.tp = 1;
     f.pp = 1;
-    f.cp = 1;
-    f.microbatch = 1;
-    f.recompute = Recompute::none;
-    SearchOptions o;
-    o.gpus = 1;
-    o.top_k = 10;
-    const SearchResult r = search_layouts({m, sys, t}, f, o);
+    const SearchResult r = search_layouts({m, sys, t}, f, options(1, 10));
     ASSERT_EQ(r.best.size(), 4u);
     for (size_t i = 0; i < 4; ++i) {
         EXPECT_EQ(r.best[i].layout.zero, static_cast<int64_t>(i));
@@ -141,17 +146,11 @@ struct HairSpace {
     static constexpr double kZero1Static = 12 * kParams + 1e6;
 
     SearchResult run() const {
-        LayoutConstraints f;
+        LayoutConstraints f = key_held(Recompute::full);
         f.tp = 1;
         f.pp = 1;
-        f.cp = 1;
-        f.microbatch = 1;
         f.sequence_parallel = false;
-        f.recompute = Recompute::full;
-        SearchOptions o;
-        o.gpus = 2;
-        o.top_k = 10;
-        return search_layouts({model, system, train}, f, o);
+        return search_layouts({model, system, train}, f, options(2, 10));
     }
 };
 
