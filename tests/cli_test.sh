@@ -178,9 +178,12 @@ bad "error" no-such-command
 bad "error"
 
 help=$("$BIN" --help 2>/dev/null)
-has() { grep -qE "^ +$1( |$)" <<<"$help"; }
+# Every subcommand this script exercises must be listed: a renamed one fails here, loudly,
+# instead of skipping its cases.
+for sub in train infer search roofline validate presets; do
+    grep -qE "^ +$sub( |$)" <<<"$help" || note_fail "--help lists no '$sub' subcommand"
+done
 
-if has infer; then
     bad "inference.batch" infer "$base" --set inference.batch=0
     bad "inference.output_len" infer "$base" --set inference.output_len=-1
     bad "inference.precision" infer "$base" --set inference.precision=fp4
@@ -190,15 +193,12 @@ if has infer; then
     bad "duplicate key" infer "$H/duplicate-key.json"
     bad "truncated.json" infer "$H/truncated.json"
     bad "--format" infer "$base" --format yaml
-fi
-if has search; then
     bad "parallel.tpp" search "$base" --set parallel.tpp=2
     bad "model.layers" search "$H/string-for-int.json"
     bad "truncated.json" search "$H/truncated.json"
     bad "training.precision" search "$H/precision-unsupported.json"
     bad "--gpus" search "$base" --gpus -4
     bad "--gpus" search "$base" --gpus many
-fi
 
 # Valid extremes: finite numbers, exit 0.
 good train "$H/valid-tiny.json" --format json
@@ -211,10 +211,48 @@ for m in $("$BIN" presets models --format json 2>/dev/null | grep -oE '"name": "
     good train "$base" --set model.preset="$m" --set parallel.tp=1 --set parallel.pp=1 --set parallel.vp=1 \
         --set training.global_batch=1 --format json
 done
-if has infer; then
-    good infer "$H/valid-tiny.json" --format json
-    good infer "$H/valid-huge.json" --format json
-fi
+good infer "$H/valid-tiny.json" --format json
+good infer "$H/valid-huge.json" --format json
+
+# Key figures of the README's worked examples, read from --format json (labels of the text
+# report may change; these numbers may not, unless the README changes with them).
+# figure KEY WANT [RELATIVE_TOLERANCE]: the first "KEY": value of the last good run's output.
+figure() {
+    local key=$1 want=$2 tol=${3:-0.001} got
+    got=$(grep -m1 -oE "\"$key\": [-0-9.e+]+" "$TMP/out" | awk '{print $2}')
+    if [[ -z $got ]]; then
+        note_fail "no \"$key\" in the output of the last run"
+    elif awk -v g="$got" -v w="$want" -v t="$tol" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= t * (w < 0 ? -w : w)) }'; then
+        pass=$((pass + 1))
+    else
+        note_fail "$key = $got, want $want (+-$tol relative)"
+    fi
+}
+GIB=1073741824
+ex="$SRC/examples"
+good train "$ex/gpt3-175b-64xa100.json" --format json
+figure step_time_s 13.761
+figure tokens_per_s 9525
+figure tokens_per_s_per_gpu 148.8
+figure mfu 0.513
+figure peak_bytes_per_gpu "$(awk -v g=$GIB 'BEGIN { print 61.81 * g }')"
+figure weights_bytes "$(awk -v g=$GIB 'BEGIN { print 5.22 * g }')"
+good infer "$ex/infer-llama2-70b-h100.json" --format json
+figure ttft_s 1.133
+figure tpot_s 0.022137
+figure e2e_latency_s 6.778
+figure output_tokens_per_s 302.1
+figure max_batch_fits 166 0
+figure weights_bytes "$(awk -v g=$GIB 'BEGIN { print 32.12 * g }')"
+figure kv_cache_bytes "$(awk -v g=$GIB 'BEGIN { print 1.41 * g }')" 0.005
+figure peak_bytes_per_gpu "$(awk -v g=$GIB 'BEGIN { print 35.37 * g }')"
+good search "$ex/search-gpt3-175b.json" --gpus 1024 --top 1 --format json
+figure candidates 351480 0
+figure evaluated 153534 0
+figure feasible 94786 0
+figure memory 95034 0
+figure network_domain 102912 0
+figure step_time_s 17.329
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -85,4 +85,64 @@ inline TrainResult step_over(const ModelSpec& m, const SystemSpec& s, const Trai
     return assemble_step({m, s, t}, p, costs);
 }
 
+// A Llama-style toy for hand computation: h = 64, 4 heads of 16, 2 KV heads (GQA), SwiGLU
+// f = 128, V = 100, RMSNorm, no biases, RoPE, untied embeddings. Per layer: qkv 64x128,
+// out 64x64, up 64x256, down 128x64 = 36,864 matrix weights + 2 x 64 norm weights.
+inline ModelSpec tiny_llama(int64_t layers = 2) {
+    ModelSpec m;
+    m.name = "tiny";
+    m.layers = layers;
+    m.hidden = 64;
+    m.heads = 4;
+    m.kv_heads = 2;
+    m.ffn_hidden = 128;
+    m.ffn_act = FfnAct::swiglu;
+    m.vocab = 100;
+    m.seq_len = 1024;
+    m.norm = NormKind::rmsnorm;
+    m.bias = false;
+    m.position = PositionKind::rope;
+    return m;
+}
+
+// An inference workload in fp16 throughout (math, weights, KV cache).
+inline InferenceSpec fp16_workload(int64_t batch, int64_t in, int64_t out) {
+    InferenceSpec s;
+    s.batch = batch;
+    s.input_len = in;
+    s.output_len = out;
+    s.precision = Precision::fp16;
+    s.weight_precision = Precision::fp16;
+    s.kv_precision = Precision::fp16;
+    return s;
+}
+
+// A machine with round numbers and no calibration: every efficiency 1, no half-sizes, no
+// latencies, so an op's time is max(FLOP / peak, bytes / bandwidth) and a test can state it.
+// Matrix peak 100 TFLOP/s (16-bit), 200 (8-bit), 50 (fp32/tf32); HBM 1 TB/s; scale-up
+// 100 GB/s with 1 us latency, scale-out 10 GB/s with 5 us; 8-GPU domains.
+inline SystemSpec round_inference_system() {
+    SystemSpec s;
+    s.name = "round";
+    s.accel.name = "round";
+    auto peak = [&](Precision p, double v) { s.accel.matrix_flop_per_s[static_cast<size_t>(p)] = v; };
+    peak(Precision::fp32, 50e12);
+    peak(Precision::tf32, 50e12);
+    peak(Precision::fp16, 100e12);
+    peak(Precision::bf16, 100e12);
+    peak(Precision::fp8, 200e12);
+    peak(Precision::int8, 200e12);
+    s.accel.vector_flop_per_s = 10e12;
+    s.accel.memory_bytes = 80e9;
+    s.accel.memory_bw_bytes_per_s = 1e12;
+    s.node_gpus = 8;
+    s.scale_up_domain = 8;
+    s.scale_up = {100e9, 1e-6, 1.0};
+    s.scale_out = {10e9, 5e-6, 1.0};
+    s.eff = {.gemm_max = 1, .gemm_half_dim = 0, .gemm_half_tokens = 0, .gemm_max_8bit = 1, .attention_max = 1,
+             .memory_max = 1, .memory_half_bytes = 0, .kernel_latency_s = 0, .scale_up = 1, .scale_out = 1,
+             .overlap_interference = 0, .host_layer_overhead_s = 0, .host_collective_overhead_s = 0};
+    return s;
+}
+
 }  // namespace sm::testing

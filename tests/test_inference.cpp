@@ -16,34 +16,9 @@ namespace {
 using testing::model_preset;
 using testing::system_preset;
 
-// A Llama-style toy: h = 64, 4 heads of 16, 2 KV heads (GQA), SwiGLU f = 128, V = 100.
-ModelSpec tiny() {
-    ModelSpec m;
-    m.name = "tiny";
-    m.layers = 2;
-    m.hidden = 64;
-    m.heads = 4;
-    m.kv_heads = 2;
-    m.ffn_hidden = 128;
-    m.ffn_act = FfnAct::swiglu;
-    m.vocab = 100;
-    m.seq_len = 1024;
-    m.norm = NormKind::rmsnorm;
-    m.bias = false;
-    m.position = PositionKind::rope;
-    return m;
-}
-
-InferenceSpec workload(int64_t batch, int64_t in, int64_t out) {
-    InferenceSpec s;
-    s.batch = batch;
-    s.input_len = in;
-    s.output_len = out;
-    s.precision = Precision::fp16;
-    s.weight_precision = Precision::fp16;
-    s.kv_precision = Precision::fp16;
-    return s;
-}
+// The toy model and fp16 workloads of test_helpers.hpp.
+ModelSpec tiny() { return testing::tiny_llama(2); }
+constexpr auto workload = &testing::fp16_workload;
 
 TEST(Inference, KvCacheBytesByHand) {
     const ModelSpec m = tiny();
@@ -90,29 +65,61 @@ TEST(Inference, DecodeFlopAndBytesPerTokenByHand) {
     EXPECT_DOUBLE_EQ(step.hbm_bytes, L * layer + embedding + head);
 }
 
-TEST(Inference, DecodeSumEqualsStepByStep) {
-    // Large batch so that some ops cross from memory- to compute-bound as the cache grows.
-    const ModelSpec m = model_preset("llama2-7b");
-    const SystemSpec sys = system_preset("dgx-a100-80gb");
-    for (int64_t batch : {1, 64, 512}) {
-        const InferenceSpec s = workload(batch, 300, 700);
-        const InferContext c{m, sys, s};
-        double direct = 0, compute = 0;
-        for (int64_t ctx = 301; ctx <= 999; ++ctx) {
-            const PassCost step = decode_step_cost(c, ParallelConfig{}, static_cast<double>(ctx));
-            direct += step.total_s();
-            compute += step.compute_s;
-        }
-        const PassCost sum = decode_sum(c, ParallelConfig{}, 301, 999);
-        EXPECT_NEAR(sum.total_s(), direct, 1e-3 * direct) << batch;
-        EXPECT_NEAR(sum.compute_s, compute, 1e-3 * compute) << batch;
-        const InferResult r = evaluate_inference(c, ParallelConfig{});
-        EXPECT_EQ(r.decode_steps, 699);
-        EXPECT_NEAR(r.e2e_latency_s, r.ttft_s + direct, 1e-3 * direct);
-        EXPECT_NEAR(r.tpot_s, direct / 699.0, 1e-3 * direct / 699.0);
-        // The cache grows, so the last step is slower than the first.
-        EXPECT_GT(r.decode_last.total_s(), r.decode_first.total_s());
-    }
+TEST(Inference, DecodeSumIsExactAcrossTheMemoryComputeKink) {
+    // The toy model on a machine whose attention turns compute-bound as the cache grows, with
+    // nothing else depending on the context. Per layer, batch 1, context c (fp16, 1e12 FLOP/s
+    // attention peak, 1e12 B/s HBM, memory time = (bytes + 12,544 half-size bytes) / 1e12):
+    //   FLOP  = 4 x 4 heads x c x 16 = 256 c
+    //   bytes = Q and O 2 x 64 x 2 B + K and V 2 x c x 2 KV heads x 16 x 2 B = 256 + 128 c
+    //   time  = max(256 c, 256 + 128 c + 12,544) / 1e12: memory-bound below c = 100, compute above.
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    // Attention runs at the 16-bit peak (bf16 for fp16 activations too).
+    for (Precision p : {Precision::fp16, Precision::bf16}) sys.accel.matrix_flop_per_s[static_cast<size_t>(p)] = 1e12;
+    sys.eff.memory_half_bytes = 12544;
+    const InferenceSpec s = workload(1, 50, 151);  // decode contexts 51..200
+    const InferContext c{m, sys, s};
+    auto attention_s = [](double ctx) { return std::max(256 * ctx, 12800 + 128 * ctx) / 1e12; };
+    // The kink is inside the range: memory-bound at the first step, compute-bound at the last.
+    EXPECT_GT(12800 + 128 * 51.0, 256 * 51.0);   // 19,328 > 13,056
+    EXPECT_LT(12800 + 128 * 200.0, 256 * 200.0);  // 38,400 < 51,200
+    for (auto [ctx, bound] : {std::pair{51, Bound::memory}, std::pair{200, Bound::compute}})
+        for (const RooflineRow& row : inference_roofline(c, ParallelConfig{}, ctx).rows)
+            if (row.phase == "decode" && row.name == "attention") {
+                EXPECT_EQ(row.bound, bound) << ctx;
+            }
+
+    // From first principles: every step is step(51) plus the growth of two attentions.
+    const PassCost first = decode_step_cost(c, ParallelConfig{}, 51);
+    double growth_s = 0;
+    for (int ctx = 51; ctx <= 200; ++ctx) growth_s += 2 * (attention_s(ctx) - attention_s(51));
+    // In closed form: 50 x 12,800 + 128 x (51 + ... + 100) + 256 x (101 + ... + 200) - 150 x 19,328
+    // = 2,076,800 per layer.
+    EXPECT_NEAR(growth_s, 2 * 2076800e-12, 1e-20);
+    const PassCost sum = decode_sum(c, ParallelConfig{}, 51, 200);
+    const double expected = 150 * first.total_s() + growth_s;
+    EXPECT_NEAR(sum.total_s(), expected, 1e-9 * expected);
+    EXPECT_NEAR(sum.compute_s, 150 * first.compute_s + growth_s, 1e-9 * expected);
+    // FLOP and bytes grow by 256 and 128 per context token per layer: 0 + 1 + ... + 149 = 11,175.
+    EXPECT_NEAR(sum.flop, 150 * first.flop + 2 * 256 * 11175.0, 1e-9 * sum.flop);
+    EXPECT_NEAR(sum.hbm_bytes, 150 * first.hbm_bytes + 2 * 128 * 11175.0, 1e-9 * sum.hbm_bytes);
+
+    // And step by step.
+    double direct = 0;
+    for (int64_t ctx = 51; ctx <= 200; ++ctx) direct += decode_step_cost(c, ParallelConfig{}, static_cast<double>(ctx)).total_s();
+    EXPECT_NEAR(sum.total_s(), direct, 1e-9 * direct);
+    // A sub-range on one side of the kink, and a single step.
+    double left = 0;
+    for (int64_t ctx = 60; ctx <= 99; ++ctx) left += decode_step_cost(c, ParallelConfig{}, static_cast<double>(ctx)).total_s();
+    EXPECT_NEAR(decode_sum(c, ParallelConfig{}, 60, 99).total_s(), left, 1e-9 * left);
+    EXPECT_DOUBLE_EQ(decode_sum(c, ParallelConfig{}, 77, 77).total_s(), decode_step_cost(c, ParallelConfig{}, 77).total_s());
+    EXPECT_EQ(decode_sum(c, ParallelConfig{}, 78, 77).total_s(), 0.0);
+
+    const InferResult r = evaluate_inference(c, ParallelConfig{});
+    EXPECT_EQ(r.decode_steps, 150);
+    EXPECT_NEAR(r.e2e_latency_s, r.ttft_s + expected, 1e-9 * expected);
+    EXPECT_NEAR(r.tpot_s, expected / 150, 1e-9 * expected / 150);
+    EXPECT_NEAR(r.decode_last.total_s() - r.decode_first.total_s(), 2 * (attention_s(200) - attention_s(51)), 1e-18);
 }
 
 TEST(Inference, DecodeMemoryBoundAtBatchOneComputeBoundLater) {

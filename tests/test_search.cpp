@@ -250,19 +250,29 @@ TEST(Search, StopFlagEndsEarlyWithoutCrashing) {
     EXPECT_GT(r.stats.candidates, 0);
 }
 
-TEST(Search, ProgressIsReportedAndConsistent) {
+TEST(Search, ProgressEndsWithTheFinalCounts) {
+    // The last report comes after the workers finish, however short the search: it holds the
+    // final counts and the best score, independent of the clock.
     const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
     SearchOptions o;
     o.gpus = 4096;
-    o.threads = 1;
-    int64_t last_total = -1;
+    o.threads = 2;
+    int calls = 0;
+    SearchProgress last;
     const SearchResult r = search_layouts({s.model, s.system, s.training}, {}, o, [&](const SearchProgress& p) {
         EXPECT_LE(p.done, p.total);
-        last_total = p.total;
+        EXPECT_GE(p.done, last.done);  // monotonic
+        ++calls;
+        last = p;
     });
-    if (last_total >= 0) {
-        EXPECT_EQ(last_total, r.stats.candidates - r.stats.pruned_domain);
-    }
+    ASSERT_GE(calls, 1);
+    ASSERT_FALSE(r.best.empty());
+    EXPECT_EQ(last.total, r.stats.candidates - r.stats.pruned_domain);
+    EXPECT_EQ(last.done, r.stats.evaluated + r.stats.pruned_memory);
+    EXPECT_EQ(last.done, last.total);
+    EXPECT_TRUE(last.have_best);
+    EXPECT_EQ(last.best_score, r.best[0].score);
+    EXPECT_GE(last.elapsed_s, 0.0);
 }
 
 TEST(Search, NoValidLayoutGivesNoCandidates) {

@@ -55,7 +55,8 @@ struct SearchProgress {
     bool have_best = false;
     double elapsed_s = 0;
 };
-// Called from the coordinating thread about ten times a second while workers run.
+// Called from the coordinating thread about ten times a second while workers run, and once
+// more when they are done (done == total unless stopped).
 using ProgressFn = std::function<void(const SearchProgress&)>;
 
 struct SearchHit {

@@ -1,0 +1,91 @@
+// Validation as a regression gate: each published data set's mean and worst |error| must stay
+// within a point or two of what the model measured when the thresholds were set, so a change
+// that costs a few points on any set fails here (and not only the docs/VALIDATION.md diff).
+//
+// Measured with `scalemodel validate` on 2026-11-22 (commit 3aeb823, docs/VALIDATION.md):
+//   set          rows  mean |error|  worst |error|   threshold mean / worst
+//   imec           22      3.53%         8.81%            4.5% / 10.8%
+//   korthikanti     9      2.91%         6.11%            3.9% /  8.1%
+//   narayanan      10      5.72%        13.67%            6.7% / 15.7%
+//   nemo2407        7      5.98%        12.43%            7.0% / 14.4%
+//   vtrain        109      9.29%        42.56%           10.3% / 44.6%
+//   all           157      7.74%        42.56%            8.7% / 44.6%
+// Thresholds: mean + 1 point, worst + 2 points. A change that improves a set may tighten its
+// line; one that worsens it must say why in docs/CALIBRATION.md and move the line knowingly.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "io/validation.hpp"
+
+namespace sm {
+namespace {
+
+struct Gate {
+    const char* set;
+    size_t rows;
+    double mean, worst;
+};
+
+constexpr Gate kGates[] = {
+    {"imec", 22, 0.045, 0.108},     {"korthikanti", 9, 0.039, 0.081}, {"narayanan", 10, 0.067, 0.157},
+    {"nemo2407", 7, 0.070, 0.144},  {"vtrain", 109, 0.103, 0.446},
+};
+
+const ValidationReport& report() {
+    static const ValidationReport r = run_builtin_validation();
+    return r;
+}
+
+// Rows by data set: the id's first word (imec-..., vtrain-...), as `validate` groups them.
+std::map<std::string, std::vector<ValidationCase>> by_set() {
+    std::map<std::string, std::vector<ValidationCase>> sets;
+    for (const ValidationCase& c : report().cases) sets[c.id.substr(0, c.id.find('-'))].push_back(c);
+    return sets;
+}
+
+TEST(ValidationThresholds, NoRowIsSkipped) {
+    EXPECT_TRUE(report().skipped.empty()) << report().skipped.front();
+    EXPECT_EQ(report().cases.size(), 157u);
+}
+
+TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {
+    const auto sets = by_set();
+    EXPECT_EQ(sets.size(), std::size(kGates)) << "a data set without a gate: add its line above";
+    for (const Gate& g : kGates) {
+        SCOPED_TRACE(g.set);
+        const auto it = sets.find(g.set);
+        ASSERT_NE(it, sets.end());
+        EXPECT_EQ(it->second.size(), g.rows);
+        const ValidationSummary s = summarize(it->second);
+        EXPECT_LE(s.mean_abs_error, g.mean);
+        EXPECT_LE(s.max_abs_error, g.worst) << "worst row " << s.worst_id;
+        // Each row on its own, so the message names every row past the line.
+        for (const ValidationCase& c : it->second) EXPECT_LE(std::abs(c.error), g.worst) << c.id;
+    }
+}
+
+TEST(ValidationThresholds, AllRowsTogether) {
+    const ValidationSummary s = summarize(report().cases);
+    EXPECT_LE(s.mean_abs_error, 0.087);
+    EXPECT_LE(s.max_abs_error, 0.446) << s.worst_id;
+}
+
+// The summary itself, on rows whose errors are known.
+TEST(ValidationThresholds, SummaryOfKnownRows) {
+    std::vector<ValidationCase> rows(3);
+    rows[0].id = "a";
+    rows[0].error = 0.10;
+    rows[1].id = "b";
+    rows[1].error = -0.30;
+    rows[2].id = "c";
+    rows[2].error = 0.05;
+    const ValidationSummary s = summarize(rows);
+    EXPECT_EQ(s.count, 3u);
+    EXPECT_NEAR(s.mean_abs_error, 0.15, 1e-15);  // (0.10 + 0.30 + 0.05) / 3
+    EXPECT_NEAR(s.max_abs_error, 0.30, 1e-15);
+    EXPECT_EQ(s.worst_id, "b");
+}
+
+}  // namespace
+}  // namespace sm
