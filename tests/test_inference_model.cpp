@@ -10,7 +10,7 @@
 namespace sm {
 namespace {
 
-using testing::round_system;
+using testing::round_inference_system;
 using testing::tiny_llama;
 
 // fp16 (the cache in `kv`) with a 1,000-byte framework allowance, so memory sums stay readable.

@@ -11,7 +11,7 @@
 namespace sm {
 namespace {
 
-using testing::round_system;
+using testing::round_inference_system;
 using testing::tiny_llama;
 
 TrainingSpec training(int64_t global_batch) {
