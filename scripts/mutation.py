@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ import random
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -36,8 +38,8 @@ EDGE_DIRS = ["io", "cli"]
 # wrong one, so they do not count as killing a mutant.
 SNAPSHOT_TESTS = ["validation_doc_current"]
 EQUIVALENT_FILE = "tests/mutation/equivalent.txt"
-GTEST_BINARY = "scalemodel_tests"
-BUILD_TARGETS = ["scalemodel", "scalemodel_tests"]
+GTEST_BINARY = "scalemodel_tests"  # also its CMake target
+CLI_TARGET = "scalemodel"
 
 # --------------------------------------------------------------------------------------------
 # Tokenizer: enough C++ to know what is code. Comments, string and character literals and
@@ -316,16 +318,18 @@ def source_files(root: Path, dirs: list[str], headers: bool) -> list[str]:
 # Workers: a private copy of the tree each, configured and built once, then one mutant at a time.
 
 
-def run(cmd: list[str] | str, cwd: Path, timeout: float | None = None, shell: bool = False):
-    """(returncode, combined output); returncode None on timeout."""
-    try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, errors="replace", timeout=timeout, shell=shell,
-                           start_new_session=True)
-        return p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return None, out
+def run(cmd: list[str], cwd: Path, timeout: float | None = None):
+    """(returncode, combined output); returncode None on timeout, after killing the command's
+    whole process group (a hung CLI run under ctest under bash included)."""
+    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", start_new_session=True) as p:
+        try:
+            out, _ = p.communicate(timeout=timeout)
+            return p.returncode, out
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            return None, out
 
 
 def tracked_files(root: Path) -> list[str]:
@@ -360,9 +364,9 @@ class Suite:
 
 
 class Worker:
-    def __init__(self, root: Path, work: Path, build_type: str):
+    def __init__(self, root: Path, work: Path, build_type: str, build_jobs: int):
         self.root, self.work, self.build = root, work, work / "build"
-        self.build_type = build_type
+        self.build_type, self.build_jobs = build_type, build_jobs
         self.suite: Suite | None = None
 
     def prepare(self) -> str | None:
@@ -373,17 +377,18 @@ class Worker:
                            "-DSCALEMODEL_BENCH=OFF"], self.work)
             if rc != 0:
                 return "configure failed:\n" + out[-3000:]
-        rc, out = self.compile(None)
+        rc, out = self.compile([GTEST_BINARY, CLI_TARGET])
         if rc != 0:
             return "build of the unmutated tree failed:\n" + out[-3000:]
         self.suite = discover_suite(self.build)
         return None
 
-    def compile(self, timeout: float | None):
-        return run(["cmake", "--build", "build", "-j1", "--target", *BUILD_TARGETS], self.work, timeout)
+    def compile(self, targets: list[str], timeout: float | None = 600):
+        return run(["cmake", "--build", "build", "-j", str(self.build_jobs), "--target", *targets], self.work, timeout)
 
-    def test(self, timeout: float) -> tuple[str, str]:
-        """('pass'|'fail'|'timeout', which test)."""
+    def test(self, timeout: float, build_cli: bool = False) -> tuple[str, str]:
+        """('pass'|'fail'|'timeout'|'stillborn', which test). The CLI is relinked (build_cli)
+        only once the unit tests pass: most mutants are killed before it is needed."""
         assert self.suite is not None
         t0 = time.monotonic()
         rc, out = run([str(self.suite.gtest), "--gtest_fail_fast", "--gtest_brief=1"], self.build, timeout)
@@ -392,6 +397,11 @@ class Worker:
         if rc != 0:
             failed = re.findall(r"\[  FAILED  \] (\S+)", out)
             return "fail", failed[0] if failed else f"gtest (exit {rc})"
+        if build_cli:
+            t_build = time.monotonic()
+            if self.compile([CLI_TARGET])[0] != 0:
+                return "stillborn", ""
+            t0 += time.monotonic() - t_build
         for name in self.suite.scripts:
             left = timeout - (time.monotonic() - t0)
             if left <= 0:
@@ -409,12 +419,11 @@ class Worker:
         t0 = time.monotonic()
         path.write_text(m.apply(original))
         try:
-            rc, _ = self.compile(600)
-            if rc != 0:
+            if self.compile([GTEST_BINARY])[0] != 0:
                 m.status = "stillborn"
                 return
-            verdict, by = self.test(timeout)
-            m.status = {"pass": "survived", "fail": "killed", "timeout": "timeout"}[verdict]
+            verdict, by = self.test(timeout, build_cli=True)
+            m.status = {"pass": "survived", "fail": "killed", "timeout": "timeout", "stillborn": "stillborn"}[verdict]
             m.killed_by = by
         finally:
             path.write_text(original)
@@ -513,8 +522,16 @@ def main() -> int:
             m.status = "equivalent"
     todo = [m for m in chosen if m.status == "pending"]
 
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_lock = open(out_dir / "lock", "w")  # noqa: SIM115
+    try:
+        fcntl.flock(run_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until exit
+    except OSError:
+        print(f"mutation: another run is using {out_dir}; wait for it or pass --out", file=sys.stderr)
+        return 2
     jobs = max(1, min(args.jobs, len({m.file for m in todo}) or 1))
-    workers = [Worker(root, out_dir / f"work-{i}", args.build_type) for i in range(jobs)]
+    build_jobs = max(1, (os.cpu_count() or 1) // jobs)  # one worker alone may use every core
+    workers = [Worker(root, out_dir / f"work-{i}", args.build_type, build_jobs) for i in range(jobs)]
     t_start = time.monotonic()
     print(f"mutation: {len(everything)} mutants generated in {len(files)} files; {len(chosen)} selected "
           f"({len(chosen) - len(todo)} known equivalent); {jobs} worker(s) in {out_dir}", flush=True)
@@ -529,11 +546,20 @@ def main() -> int:
     if errors:
         print("mutation: " + errors[0], file=sys.stderr)
         return 2
-    t0 = time.monotonic()
-    verdict, by = workers[0].test(3600)
-    baseline = time.monotonic() - t0
-    if verdict != "pass":
-        print(f"mutation: the unmutated suite does not pass ({by}); fix it before mutation testing", file=sys.stderr)
+    # The unmutated suite on every worker at once, as the mutants will run: it must pass, and
+    # its slowest time (under the same contention) sets the per-mutant timeout.
+    results: list[tuple[str, str, float]] = []
+
+    def base(w: Worker):
+        t0 = time.monotonic()
+        verdict, by = w.test(3600)
+        results.append((verdict, by, time.monotonic() - t0))
+    threads = [threading.Thread(target=base, args=(w,)) for w in workers]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    baseline = max(r[2] for r in results)
+    if failed := [r[1] for r in results if r[0] != "pass"]:
+        print(f"mutation: the unmutated suite does not pass ({failed[0]}); fix it before mutation testing", file=sys.stderr)
         return 2
     timeout = args.timeout_factor * baseline + 10
     print(f"mutation: baseline suite passes in {baseline:.1f} s (gtest + {', '.join(workers[0].suite.scripts) or 'no scripts'}); "
