@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps configure build run test bench docs clean
+.PHONY: deps configure build run test bench docs clean mutation coverage
 
 deps:
 	@bash scripts/install-deps.sh
@@ -26,6 +26,17 @@ bench: build
 # docs/VALIDATION.md is generated; a test fails when it is stale.
 docs: build
 	@$(BUILD_DIR)/scalemodel validate --format markdown > docs/VALIDATION.md
+
+# Mutation testing (docs/TESTING.md): MUTANTS=N|all sampled with SEED, JOBS workers, in build-mutation/.
+MUTANTS ?= 250
+SEED ?= 1
+mutation: deps
+	@python3 scripts/mutation.py --mutants $(MUTANTS) --seed $(SEED) --jobs $(JOBS)
+
+# Line and branch coverage of src/ over the whole suite, CLI scripts included (build-coverage/).
+coverage:
+	@SCALEMODEL_WITH_COVERAGE=1 bash scripts/install-deps.sh
+	@python3 scripts/coverage.py --jobs $(JOBS)
 
 clean:
 	rm -rf $(BUILD_DIR)

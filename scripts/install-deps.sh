@@ -3,8 +3,9 @@
 # what is missing. Uses sudo when not root.
 set -euo pipefail
 pkgs=(build-essential cmake nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev)
+      libbenchmark-dev python3)
 [[ ${SCALEMODEL_WITH_CLANG:-0} == 1 ]] && pkgs+=(clang clang-tidy libclang-rt-14-dev)
+[[ ${SCALEMODEL_WITH_COVERAGE:-0} == 1 ]] && pkgs+=(gcovr)  # make coverage
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
