@@ -111,6 +111,7 @@ void expect_same_best(const Brute& b, const SearchResult& r, size_t k) {
 }
 
 struct SmallSpace {
+    const char* name;  // the CTest name: stable across runs (the default printer shows raw bytes)
     const char* doc;
     int64_t gpus;
     bool costed_misfits;  // some layouts pass the memory bound yet overflow once activations count
@@ -142,21 +143,22 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // A 13B model on 40 GB GPUs with long sequences: some layouts overflow on weights alone
         // (pruned before costing), some only once activations count.
-        SmallSpace{R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
+        SmallSpace{"Llama13bLongSequence", R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
                        "training": {"global_batch": 16, "precision": "bf16"}})",
                    8, true},
-        SmallSpace{R"({"model": {"preset": "gpt3-175b", "layers": 12, "seq_len": 1024}, "system": {"preset": "dgx-a100-80gb"},
+        SmallSpace{"Gpt3Slice", R"({"model": {"preset": "gpt3-175b", "layers": 12, "seq_len": 1024}, "system": {"preset": "dgx-a100-80gb"},
                        "training": {"global_batch": 8, "precision": "fp16"}})",
                    8, false},
         // MoE: expert parallelism inside dp x cp.
-        SmallSpace{R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "seq_len": 8192}, "system": {"preset": "dgx-h100"},
+        SmallSpace{"MixtralExperts", R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "seq_len": 8192}, "system": {"preset": "dgx-h100"},
                        "training": {"global_batch": 4, "precision": "bf16"}})",
                    8, false},
         // Fields given in the scenario are held fixed.
-        SmallSpace{R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
+        SmallSpace{"FieldsHeldFixed", R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
                        "parallel": {"pp": 1, "recompute": "selective", "microbatch": 2},
                        "training": {"global_batch": 16, "precision": "bf16"}})",
-                   8, true}));
+                   8, true}),
+    [](const ::testing::TestParamInfo<SmallSpace>& p) { return std::string(p.param.name); });
 
 constexpr const char* kGpt3 = R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
                                   "training": {"global_batch": 4096, "precision": "bf16"}})";
