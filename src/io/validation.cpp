@@ -150,8 +150,9 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
         }
         const double measured =
             std::strtod(field(row, training ? "measured_step_time_s" : "measured_e2e_latency_s").c_str(), nullptr);
-        if (!(measured > 0)) {
-            rep.skipped.push_back(id + (training ? ": no measured step time" : ": no measured end-to-end latency"));
+        if (!(measured > 0) || !std::isfinite(measured)) {  // 1e400 reads as infinity: no error can be computed
+            rep.skipped.push_back(id + (training ? ": measured_step_time_s is not a positive finite number"
+                                                 : ": measured_e2e_latency_s is not a positive finite number"));
             return;
         }
         ValidationCase c;
