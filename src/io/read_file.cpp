@@ -79,6 +79,6 @@ std::string printable_path(std::string_view path) {
     return p.substr(0, kPathHead) + "..." + p.substr(p.size() - kPathTail);
 }
 
-std::string quote_path(std::string_view path) { return "\"" + printable_path(path) + "\""; }
+std::string quote_path(std::string_view path) { return fmt::format("\"{}\"", printable_path(path)); }
 
 }  // namespace sm
