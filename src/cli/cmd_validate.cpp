@@ -66,7 +66,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
             o += fmt::format("## {}\n\nSource: {}\n\n| id | layout | measured | predicted | error |\n|---|---|---:|---:|---:|\n",
                              name, cs.front().source);
             for (const auto& c : cs)
-                o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {} |\n", c.id, c.layout, c.measured, c.predicted, pct(c.error));
+                o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {} |\n", printable(c.id), c.layout, c.measured, c.predicted, pct(c.error));
             o += "\n";
         }
         if (!rep.contexts.empty()) {
@@ -87,7 +87,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
     }
     o += fmt::format("{:<48} {:>10} {:>10} {:>8}\n", "case", "measured", "predicted", "error");
     for (const auto& c : rep.cases)
-        o += fmt::format("{:<48} {:>10.4g} {:>10.4g} {:>8}\n", c.id, c.measured, c.predicted, pct(c.error));
+        o += fmt::format("{:<48} {:>10.4g} {:>10.4g} {:>8}\n", printable(c.id), c.measured, c.predicted, pct(c.error));
     o += "\n";
     for (const auto& [name, cs] : groups) {
         const auto s = summarize(cs);

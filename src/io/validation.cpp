@@ -136,22 +136,23 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
     sets.insert(sets.end(), user_sets.begin(), user_sets.end());  // the user's word is last
     Expected<size_t> rows = for_each_csv_row(csv_text, kDatasetLimits, printable(dataset), [&](const CsvRow& row) {
         const std::string& id = field(row, "id");
+        const std::string shown_id = printable(id, 200);  // a skipped row is one line of text, whatever its cell holds
         const bool training = is_training_row(row);
         Expected<Json> doc = row_scenario(row);
         if (doc) doc = apply_overrides(std::move(doc).value(), sets);
         if (!doc) {
-            rep.skipped.push_back(id + ": " + doc.error().message());
+            rep.skipped.push_back(shown_id + ": " + doc.error().message());
             return;
         }
         Expected<Scenario> s = build_scenario(doc.value(), training ? Purpose::train : Purpose::infer);
         if (!s) {
-            rep.skipped.push_back(id + ": " + s.error().message());
+            rep.skipped.push_back(shown_id + ": " + s.error().message());
             return;
         }
         const double measured =
             std::strtod(field(row, training ? "measured_step_time_s" : "measured_e2e_latency_s").c_str(), nullptr);
         if (!(measured > 0) || !std::isfinite(measured)) {  // 1e400 reads as infinity: no error can be computed
-            rep.skipped.push_back(id + (training ? ": measured_step_time_s is not a positive finite number"
+            rep.skipped.push_back(shown_id + (training ? ": measured_step_time_s is not a positive finite number"
                                                  : ": measured_e2e_latency_s is not a positive finite number"));
             return;
         }
