@@ -142,8 +142,11 @@ bounded "data-set context file" validate --dataset "$TMP/zero-ctx/set.csv"
 bounded "data-set context file" validate --dataset "$TMP/random-ctx/set.csv"
 if command -v mkfifo >/dev/null; then
     mkfifo "$TMP/fifo.json"
-    (yes '{"a": 1,' >"$TMP/fifo.json" 2>/dev/null &)
+    yes '{"a": 1,' >"$TMP/fifo.json" 2>/dev/null &
+    writer=$!
     bounded "at most 4194304 bytes" train "$TMP/fifo.json"
+    kill "$writer" 2>/dev/null  # the writer ends on SIGPIPE; this covers a run that never opened the FIFO
+    wait "$writer" 2>/dev/null
 fi
 
 # 2. Hostile data sets.
