@@ -4,7 +4,14 @@
 set -euo pipefail
 pkgs=(build-essential cmake nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev
       libbenchmark-dev python3)
-[[ ${SCALEMODEL_WITH_CLANG:-0} == 1 ]] && pkgs+=(clang clang-tidy libclang-rt-14-dev)
+if [[ ${SCALEMODEL_WITH_CLANG:-0} == 1 ]]; then
+  pkgs+=(clang clang-tidy)
+  # libFuzzer and the sanitizer runtimes ship as libclang-rt-N-dev for clang N: match the clang
+  # installed (or, before it is, the one the distribution's clang package depends on).
+  major=$(clang --version 2>/dev/null | sed -nE 's/.*clang version ([0-9]+).*/\1/p' | head -1)
+  [[ -z $major ]] && major=$(apt-cache depends clang 2>/dev/null | sed -nE 's/.*Depends: clang-([0-9]+)$/\1/p' | head -1)
+  [[ -n $major ]] && pkgs+=("libclang-rt-$major-dev")
+fi
 [[ ${SCALEMODEL_WITH_COVERAGE:-0} == 1 ]] && pkgs+=(gcovr)  # make coverage
 missing=()
 for p in "${pkgs[@]}"; do
@@ -17,3 +24,7 @@ echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# clang was not there to ask: now that it is, add its runtime package (once).
+if [[ ${SCALEMODEL_WITH_CLANG:-0} == 1 && -z ${major:-} && -z ${SCALEMODEL_DEPS_AGAIN:-} ]]; then
+  SCALEMODEL_DEPS_AGAIN=1 exec bash "$0"
+fi

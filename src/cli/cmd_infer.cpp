@@ -49,6 +49,7 @@ Runner add_infer(CLI::App& app) {
         }
         auto s = load(o->scenario, o->sets, Purpose::infer);
         if (!s) return bad_input(s.error());
+        note_assumptions(*s, Purpose::infer);
         const Format fmt = parse_format(o->format);
         if (!sweep) {
             const InferResult r = evaluate_inference({s->model, s->system, s->inference}, s->parallel);

@@ -69,6 +69,7 @@ Runner add_roofline(CLI::App& app) {
             Roofline r = inference_roofline(c, s->parallel, o->context);
             rs.push_back({std::move(s).value(), std::move(r)});
         }
+        note_assumptions(rs.front().scenario, Purpose::infer);
         const Json j = roofline_json(rs);
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(j);

@@ -118,7 +118,8 @@ std::string header_text(const Scenario& s, const SearchOptions& o, double tokens
     std::string t = fmt::format("Layout search: {} ({:.1f}B params) on {} ({}), global batch {} x {} tokens, {}\n", s.model.name,
                                 count_params(s.model).total(s.model.layers) / 1e9, s.system.accel.name, s.system.name,
                                 s.training.global_batch, s.model.seq_len, to_string(s.training.precision));
-    t += fmt::format("Objective: {}   held fixed: {}\n", to_string(o.objective), held_text(s.parallel_given, parallel_json(s.parallel)));
+    t += fmt::format("Objective: {}   held fixed: {}   MFU: of the {} matrix peak\n", to_string(o.objective),
+                     held_text(s.parallel_given, parallel_json(s.parallel)), to_string(s.training.precision));
     if (tokens > 0) t += fmt::format("Token budget: {:.4g} tokens\n", tokens);
     return t;
 }
@@ -150,9 +151,9 @@ std::string table_row(size_t rank, const SearchHit& h, bool with_gpus, double to
                        tokens > 0 ? fmt::format(" {:>8.1f}", tokens / r.tokens_per_s / 86400.0) : "");
 }
 
-std::string csv_of(const Json& results) {
-    if (results.empty()) return "";
-    std::string o = csv_header(results.front());
+// One header, also when nothing was found: its columns are those of any result of this scenario.
+std::string csv_of(const Scenario& s, const Json& results, double tokens) {
+    std::string o = csv_header(hit_json(s, SearchHit{s.parallel, TrainResult{}, 0.0}, tokens));
     for (const Json& r : results) o += csv_row(r);
     return o;
 }
@@ -196,6 +197,7 @@ Runner add_search(CLI::App& app) {
         auto loaded = load(o->scenario, o->sets, Purpose::search);
         if (!loaded) return bad_input(loaded.error());
         const Scenario& s = *loaded;
+        if (auto missing = missing_training_workload(s)) return bad_input(*missing);
         const std::set<std::string>& given = s.parallel_given;
 
         std::vector<int64_t> counts;
@@ -210,6 +212,7 @@ Runner add_search(CLI::App& app) {
                               "a GPU count (4096), a list or a range (256:16384:x2); required unless parallel.tp, pp, dp and cp are all given"});
         }
 
+        note_assumptions(s, Purpose::search);
         SearchOptions opt;
         opt.top_k = o->top;
         opt.threads = o->threads > 0 ? o->threads : std::max(1u, std::thread::hardware_concurrency());
@@ -256,7 +259,7 @@ Runner add_search(CLI::App& app) {
             int rc = kExitOk;
             switch (fmt_out) {
                 case Format::json: rc = emit_json(doc); break;
-                case Format::csv: rc = emit_checked(doc, csv_of(results)); break;
+                case Format::csv: rc = emit_checked(doc, csv_of(s, results, o->tokens)); break;
                 case Format::text: {
                     std::string t = header_text(s, opt, o->tokens) + stats_text(r.stats, s.system);
                     if (!r.best.empty()) {
@@ -270,7 +273,8 @@ Runner add_search(CLI::App& app) {
             return interrupted && rc == kExitOk ? kExitInterrupted : rc;
         }
 
-        // The scaling curve: the best layout per GPU count.
+        // The scaling curve: the best layout per GPU count (the best --top per count when given).
+        const size_t per_count = cmd->count("--top") > 0 ? o->top : 1;
         SearchStats total;
         Json scaling = Json::array(), results = Json::array();
         std::string rows;
@@ -291,8 +295,10 @@ Runner add_search(CLI::App& app) {
                                     r.stats.candidates == 0 ? "no valid layout" : "no layout fits in memory");
                 continue;
             }
-            results.push_back(hit_json(s, r.best.front(), o->tokens));
-            rows += table_row(results.size(), r.best.front(), true, o->tokens);
+            for (size_t i = 0; i < std::min(per_count, r.best.size()); ++i) {
+                results.push_back(hit_json(s, r.best[i], o->tokens));
+                rows += table_row(per_count == 1 ? results.size() : i + 1, r.best[i], true, o->tokens);
+            }
         }
         total.threads = opt.threads;
         total.interrupted = interrupted;
@@ -305,10 +311,11 @@ Runner add_search(CLI::App& app) {
         int rc = kExitOk;
         switch (fmt_out) {
             case Format::json: rc = emit_json(doc); break;
-            case Format::csv: rc = emit_checked(doc, csv_of(results)); break;
+            case Format::csv: rc = emit_checked(doc, csv_of(s, results, o->tokens)); break;
             case Format::text:
                 rc = emit_checked(doc, header_text(s, opt, o->tokens) + stats_text(total, s.system) +
-                                           "\nThe best layout per GPU count:\n" + table_header(true, o->tokens > 0) + rows);
+                                           (per_count == 1 ? std::string("\nThe best layout per GPU count:\n")
+                                                           : fmt::format("\nThe best {} layouts per GPU count:\n", per_count)) + table_header(true, o->tokens > 0) + rows);
         }
         return interrupted && rc == kExitOk ? kExitInterrupted : rc;
     };

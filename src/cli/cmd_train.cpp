@@ -24,6 +24,7 @@ Runner add_train(CLI::App& app) {
         if (!cmd->parsed()) return -1;
         auto s = load(o->scenario, o->sets, Purpose::train);
         if (!s) return bad_input(s.error());
+        note_assumptions(*s, Purpose::train);
         const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
         Json j = train_json(*s, r);
         if (o->ops) j["ops"] = training_ops_json(*s);

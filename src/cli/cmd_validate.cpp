@@ -1,12 +1,11 @@
-#include <fstream>
-#include <iostream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "io/csv.hpp"
+#include "io/read_file.hpp"
 #include "io/validation.hpp"
 
 namespace sm::cli {
@@ -37,6 +36,14 @@ Json report_json(const ValidationReport& rep) {
                 {"skipped", rep.skipped}};
 }
 
+std::string report_csv(const ValidationReport& rep) {
+    std::string o = csv_line({"id", "dataset", "metric", "layout", "measured", "predicted", "error"});
+    for (const auto& c : rep.cases)
+        o += csv_line({csv_field(c.id), csv_field(c.dataset), c.metric, csv_field(c.layout), csv_number(c.measured),
+                       csv_number(c.predicted), csv_number(c.error)});
+    return o;
+}
+
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
 std::string report_text(const ValidationReport& rep, bool markdown) {
@@ -59,7 +66,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
             o += fmt::format("## {}\n\nSource: {}\n\n| id | layout | measured | predicted | error |\n|---|---|---:|---:|---:|\n",
                              name, cs.front().source);
             for (const auto& c : cs)
-                o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {} |\n", c.id, c.layout, c.measured, c.predicted, pct(c.error));
+                o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {} |\n", printable(c.id), c.layout, c.measured, c.predicted, pct(c.error));
             o += "\n";
         }
         if (!rep.contexts.empty()) {
@@ -80,7 +87,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
     }
     o += fmt::format("{:<48} {:>10} {:>10} {:>8}\n", "case", "measured", "predicted", "error");
     for (const auto& c : rep.cases)
-        o += fmt::format("{:<48} {:>10.4g} {:>10.4g} {:>8}\n", c.id, c.measured, c.predicted, pct(c.error));
+        o += fmt::format("{:<48} {:>10.4g} {:>10.4g} {:>8}\n", printable(c.id), c.measured, c.predicted, pct(c.error));
     o += "\n";
     for (const auto& [name, cs] : groups) {
         const auto s = summarize(cs);
@@ -103,33 +110,48 @@ Runner add_validate(CLI::App& app) {
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published measurements");
-    cmd->add_option("--dataset", o->dataset, "a CSV in the layout of data/validation/ (default: the built-in sets)");
+    cmd->add_option("--dataset", o->dataset,
+                    "a CSV in the layout of data/validation/, '-' for stdin (default: the built-in sets); a data-set "
+                    "context file NAME.context.json beside NAME.csv, when there, is read too: its overrides apply to "
+                    "every row");
     cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
-    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "markdown"}));
+    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "markdown", "csv"}));
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
         if (o->dataset.empty()) {
             rep = run_builtin_validation(o->sets);
         } else {
-            std::ifstream in(o->dataset, std::ios::binary);
-            if (!in) return bad_input({"--dataset", quote_input(o->dataset), "cannot open the file"});
-            std::stringstream ss;
-            ss << in.rdbuf();
-            // A data set's context sits beside it: NAME.csv -> NAME.context.json.
+            Expected<std::string> text = read_bounded({o->dataset, "--dataset", "a CSV file"});
+            if (!text) return bad_input(text.error());
             std::optional<std::string> context;
-            const std::string ctx_path = o->dataset.substr(0, o->dataset.rfind('.')) + ".context.json";
-            if (std::ifstream ctx_in(ctx_path, std::ios::binary); ctx_in) {
-                std::stringstream cs;
-                cs << ctx_in.rdbuf();
-                context = cs.str();
+            std::string origin;
+            if (o->dataset != "-") {
+                const std::string ctx_path = context_path_for(o->dataset);
+                origin = "data-set context file " + quote_path(ctx_path) + " beside the data set";
+                auto c = read_if_present({ctx_path, "data-set context file beside the data set", "a JSON file of overrides"});
+                if (!c) return bad_input(c.error());
+                context = std::move(c).value();
             }
-            auto r = run_validation(o->dataset, ss.str(), context, o->sets);
+            auto r = run_validation(o->dataset == "-" ? "stdin" : o->dataset, text.value(), context, o->sets, origin);
             if (!r) return bad_input(r.error());
             rep = std::move(r).value();
         }
+        // Nothing to compare is bad input (a wrong file, or --set that breaks every row), not a 0% error.
+        if (rep.cases.empty()) {
+            const std::string first = rep.skipped.empty() ? "" : "; first: " + printable(rep.skipped.front(), 200);
+            if (o->dataset.empty())
+                return bad_input({"--set", fmt::format("overrides under which none of {} rows can be evaluated{}", rep.rows, first),
+                                  "overrides every row of the built-in sets accepts"});
+            return bad_input({"--dataset",
+                              fmt::format("{} with {} rows, none of which can be evaluated{}",
+                                          o->dataset == "-" ? "standard input" : quote_path(o->dataset), rep.rows, first),
+                              "a CSV in the layout of data/validation/: a header line (id, model, system, tp, ..., "
+                              "measured_step_time_s or measured_e2e_latency_s) and rows the model can evaluate"});
+        }
         const Json j = report_json(rep);
         if (o->format == "json") return emit_json(j);
+        if (o->format == "csv") return emit_checked(j, report_csv(rep));
         return emit_checked(j, report_text(rep, o->format == "markdown"));
     };
 }

@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include <fmt/format.h>
+
 namespace sm::cli {
 
 int bad_input(const InputError& e) {
@@ -46,6 +48,30 @@ int emit_checked(const Json& j, const std::string& text) {
     }
     std::cout << text;
     return kExitOk;
+}
+
+namespace {
+bool given(const Scenario& s, const char* section, const char* key) {
+    const auto it = s.resolved.find(section);
+    return it != s.resolved.end() && it->is_object() && (key == nullptr || it->contains(key));
+}
+}  // namespace
+
+void note_assumptions(const Scenario& s, Purpose purpose) {
+    const InferenceSpec& i = s.inference;
+    if (purpose == Purpose::infer && !given(s, "inference", nullptr))
+        std::cerr << fmt::format("scalemodel: note: the scenario has no \"inference\" section; assumed batch {}, {} tokens in, "
+                                 "{} out, {} (set inference.batch, input_len, output_len, precision)\n",
+                                 i.batch, i.input_len, i.output_len, to_string(i.precision));
+    if (purpose != Purpose::infer && s.training.precision == Precision::fp4)
+        std::cerr << "scalemodel: warning: fp4 training (training.precision) is not yet production practice; the model "
+                     "runs every matrix product at the fp4 peak, an upper bound on what published recipes reach\n";
+}
+
+std::optional<InputError> missing_training_workload(const Scenario& s) {
+    if (given(s, "training", "global_batch")) return std::nullopt;
+    return InputError{"training.global_batch", "nothing",
+                      "search needs the training workload: the sequences per step, e.g. \"training\": {\"global_batch\": 1536}"};
 }
 
 Format parse_format(const std::string& s) {

@@ -23,6 +23,14 @@ int emit_json(const Json& j);
 int emit_checked(const Json& j, const std::string& text);
 Format parse_format(const std::string& s);
 
+// Says on stderr, one line each, what a command assumed that the scenario did not state: the
+// inference workload when `infer`/`roofline` meet a file without an `inference` section, and that
+// fp4 training is not production practice. Call once the input is known to be good.
+void note_assumptions(const Scenario& s, Purpose purpose);
+// `search` optimizes a training step: without training.global_batch it would search a global
+// batch of dp x microbatch (often 1) and find nothing. An error naming the field, if missing.
+std::optional<InputError> missing_training_workload(const Scenario& s);
+
 // The scenario `make run` and a bare `scalemodel train` use: GPT-3 175B on 64 A100s.
 const char* default_scenario();
 

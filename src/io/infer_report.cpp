@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "io/csv.hpp"
+
 namespace sm {
 
 namespace {
@@ -20,13 +22,6 @@ std::string si(double x, const char* unit) {
         ++i;
     }
     return fmt::format("{:.3g} {}{}", x, prefix[i], unit);
-}
-
-std::string csv_escape(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string o = "\"";
-    for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return o + "\"";
 }
 
 }  // namespace
@@ -137,7 +132,7 @@ std::string sweep_text(const Scenario& s, const std::vector<SweepPoint>& pts) {
         const InferResult& r = pt.result;
         o += fmt::format("{:>7} {:>12} {:>12} {:>12} {:>14.1f} {:>10} {:>9} {:>6}\n", pt.batch, seconds(r.ttft_s),
                          seconds(r.tpot_s), seconds(r.e2e_latency_s), r.output_tokens_per_s,
-                         fmt::format("{:.1f}G", r.memory.peak_bytes_per_gpu / 1073741824.0), to_string(pt.decode.dominant()),
+                         fmt::format("{:.1f} GiB", r.memory.peak_bytes_per_gpu / 1073741824.0), to_string(pt.decode.dominant()),
                          r.fits_in_memory ? "yes" : "NO");
     }
     if (!pts.empty()) o += fmt::format("\nlargest batch that fits: {}\n", pts.front().result.max_batch_fits);
@@ -145,12 +140,13 @@ std::string sweep_text(const Scenario& s, const std::vector<SweepPoint>& pts) {
 }
 
 std::string sweep_csv(const std::vector<SweepPoint>& pts) {
-    std::string o = "batch,ttft_s,tpot_s,e2e_latency_s,output_tokens_per_s,fits_in_memory,peak_bytes_per_gpu,decode_bound\n";
+    std::string o = csv_line({"batch", "ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s", "fits_in_memory",
+                              "peak_bytes_per_gpu", "decode_bound"});
     for (const SweepPoint& pt : pts) {
         const InferResult& r = pt.result;
-        o += fmt::format("{},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{}\n", pt.batch, r.ttft_s, r.tpot_s, r.e2e_latency_s,
-                         r.output_tokens_per_s, r.fits_in_memory ? "true" : "false", r.memory.peak_bytes_per_gpu,
-                         to_string(pt.decode.dominant()));
+        o += csv_line({std::to_string(pt.batch), csv_number(r.ttft_s), csv_number(r.tpot_s), csv_number(r.e2e_latency_s),
+                       csv_number(r.output_tokens_per_s), r.fits_in_memory ? "true" : "false",
+                       csv_number(r.memory.peak_bytes_per_gpu), std::string(to_string(pt.decode.dominant()))});
     }
     return o;
 }
@@ -224,13 +220,14 @@ std::string roofline_text(const std::vector<SystemRoofline>& rs) {
 }
 
 std::string roofline_csv(const std::vector<SystemRoofline>& rs) {
-    std::string o =
-        "system,phase,block,op,count,flop,bytes,intensity_flop_per_byte,balance_flop_per_byte,compute_s,memory_s,time_s,bound\n";
+    std::string o = csv_line({"system", "phase", "block", "op", "count", "flop", "bytes", "intensity_flop_per_byte",
+                              "balance_flop_per_byte", "compute_s", "memory_s", "time_s", "bound"});
     for (const SystemRoofline& sr : rs)
         for (const RooflineRow& r : sr.roofline.rows)
-            o += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
-                             csv_escape(sr.scenario.system.name), r.phase, r.block, r.name, r.count, r.flop, r.bytes,
-                             r.intensity, r.balance, r.compute_s, r.memory_s, r.time_s, to_string(r.bound));
+            o += csv_line({csv_field(sr.scenario.system.name), csv_field(r.phase), csv_field(r.block), csv_field(r.name),
+                           csv_number(r.count), csv_number(r.flop), csv_number(r.bytes), csv_number(r.intensity),
+                           csv_number(r.balance), csv_number(r.compute_s), csv_number(r.memory_s), csv_number(r.time_s),
+                           std::string(to_string(r.bound))});
     return o;
 }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "io/csv.hpp"
+
 namespace sm {
 
 namespace {
@@ -15,9 +17,9 @@ void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std
     } else if (j.is_array()) {
         return;  // lists (the op table, search results) have their own writers
     } else if (j.is_string()) {
-        out.emplace_back(prefix, j.get<std::string>());
+        out.emplace_back(prefix, csv_field(j.get<std::string>()));
     } else if (j.is_number_float()) {
-        out.emplace_back(prefix, fmt::format("{:.6g}", j.get<double>()));
+        out.emplace_back(prefix, csv_number(j.get<double>()));
     } else {
         out.emplace_back(prefix, j.dump());
     }
@@ -105,7 +107,9 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
                      p.zero, to_string(p.recompute), to_string(s.training.precision));
     o += fmt::format("\n  step time            {:>12}\n", seconds(r.step_time_s));
     o += fmt::format("  tokens/s             {:>12.0f}   ({:.1f} per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
-    o += fmt::format("  MFU / HFU            {:>11.1f}%   / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+    // MFU is against the peak of the math precision: an fp8 or fp4 peak is 2x or 4x the bf16 one.
+    o += fmt::format("  MFU / HFU            {:>11.1f}%   / {:.1f}%   (of the {} matrix peak)\n", 100 * r.mfu, 100 * r.hfu,
+                     to_string(s.training.precision));
     o += "\n  where the time goes             time    share   on the wire\n";
     auto row = [&](const char* name, double t, double link) {
         const std::string wire = link >= 0 ? seconds(link) : std::string();
@@ -135,17 +139,17 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
 std::string csv_header(const Json& j) {
     std::vector<std::pair<std::string, std::string>> f;
     flatten(j, "", f);
-    std::string o;
-    for (size_t i = 0; i < f.size(); ++i) o += (i ? "," : "") + f[i].first;
-    return o + "\n";
+    std::vector<std::string> names;
+    for (auto& [name, value] : f) names.push_back(csv_field(name));
+    return csv_line(names);
 }
 
 std::string csv_row(const Json& j) {
     std::vector<std::pair<std::string, std::string>> f;
     flatten(j, "", f);
-    std::string o;
-    for (size_t i = 0; i < f.size(); ++i) o += (i ? "," : "") + f[i].second;
-    return o + "\n";
+    std::vector<std::string> values;
+    for (auto& [name, value] : f) values.push_back(std::move(value));
+    return csv_line(values);
 }
 
 }  // namespace sm

@@ -1,14 +1,9 @@
 #include "io/scenario.hpp"
 
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "io/embedded.hpp"
+#include "io/read_file.hpp"
 
 namespace sm {
 
@@ -29,7 +24,7 @@ Precision read_precision(ObjectReader& r, const char* key, Precision def) {
 
 Json parse_json(std::string_view text, const std::string& origin) {
     if (text.size() > kMaxScenarioBytes)
-        fail(origin, fmt::format("{} bytes", text.size()), fmt::format("at most {} bytes", kMaxScenarioBytes));
+        fail(origin, fmt::format("{} bytes", text.size()), fmt::format("at most {} bytes (4 MiB)", kMaxScenarioBytes));
     // Keys seen in each open object: a repeated key is an error, not a silent last-one-wins.
     std::vector<std::set<std::string>> open_objects;
     auto depth_guard = [&](int depth, Json::parse_event_t event, Json& parsed) {
@@ -320,23 +315,9 @@ Expected<Json> parse_scenario_text(std::string_view text, const std::string& ori
 }
 
 Expected<Json> read_scenario_file(const std::string& path) {
-    std::string text;
-    if (path == "-") {
-        std::istreambuf_iterator<char> it(std::cin), end;
-        for (; it != end && text.size() <= kMaxScenarioBytes; ++it) text.push_back(*it);
-    } else {
-        std::ifstream in(path, std::ios::binary);
-        std::error_code ec;
-        if (std::filesystem::is_directory(path, ec))
-            return InputError{"SCENARIO", quote_input(path), "is a directory; expected a JSON file"};
-        if (!in) return InputError{"SCENARIO", quote_input(path), "cannot open the file"};
-        char buf[65536];
-        while (in && text.size() <= kMaxScenarioBytes) {
-            in.read(buf, sizeof buf);
-            text.append(buf, static_cast<size_t>(in.gcount()));
-        }
-    }
-    return parse_scenario_text(text, path == "-" ? "stdin" : printable(path));
+    Expected<std::string> text = read_bounded({path, "SCENARIO", "a JSON file"});
+    if (!text) return text.error();
+    return parse_scenario_text(text.value(), path == "-" ? "stdin" : printable_path(path));
 }
 
 Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {

@@ -8,6 +8,7 @@
 #include "hardware/system_spec.hpp"
 #include "inference/inference_spec.hpp"
 #include "io/json_reader.hpp"
+#include "io/read_file.hpp"
 #include "model/model_spec.hpp"
 #include "parallel/parallel_config.hpp"
 #include "training/training_spec.hpp"
@@ -15,7 +16,7 @@
 namespace sm {
 
 // Documented limits that keep every product finite and every input bounded.
-inline constexpr size_t kMaxScenarioBytes = 4 << 20;
+inline constexpr size_t kMaxScenarioBytes = kMaxInputBytes;  // one cap for every input
 inline constexpr int kMaxJsonDepth = 32;
 
 struct Scenario {

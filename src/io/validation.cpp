@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -91,58 +92,69 @@ Expected<Json> row_scenario(const CsvRow& row) {
     return doc;
 }
 
-Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text) {
-    return capture([&] {
-        const std::string origin = dataset + ".context.json";
-        Expected<Json> j = parse_scenario_text(json_text, origin);
+Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text, const std::string& origin) {
+    const std::string where = origin.empty() ? "the context of " + printable(dataset) : origin;
+    Expected<DatasetContext> c = capture([&] {
+        Expected<Json> j = parse_scenario_text(json_text, where);
         if (!j) throw InputException(j.error());
-        ObjectReader r(j.value(), origin);
-        DatasetContext c;
-        c.dataset = dataset;
-        c.reason = r.text("reason", std::nullopt);
+        // Fields are named after the file: "data-set context file "x.context.json" overrides".
+        ObjectReader r(j.value(), "");
+        DatasetContext ctx;
+        ctx.dataset = dataset;
+        ctx.reason = r.text("reason", std::nullopt);
         r.ignore("overrides");
         const Json& list = j.value().contains("overrides") ? j.value()["overrides"] : Json::array();
-        if (!list.is_array()) fail(origin + ".overrides", show(list), "a list of \"PATH=VALUE\" strings");
+        if (!list.is_array()) fail("overrides", show(list), "a list of \"PATH=VALUE\" strings");
         for (const Json& o : list) {
-            if (!o.is_string()) fail(origin + ".overrides", show(o), "a \"PATH=VALUE\" string");
-            c.overrides.push_back(o.get<std::string>());
+            if (!o.is_string()) fail("overrides", show(o), "a \"PATH=VALUE\" string");
+            ctx.overrides.push_back(o.get<std::string>());
         }
         r.finish();
-        return c;
+        return ctx;
     });
+    if (c) return c;
+    InputError e = c.error();
+    if (e.path != where) e.path = where + " " + e.path;
+    return e;
+}
+
+std::string context_path_for(const std::string& dataset_path) {
+    return std::filesystem::path(dataset_path).replace_extension(".context.json").string();
 }
 
 Expected<ValidationReport> run_validation(const std::string& dataset, std::string_view csv_text,
                                           std::optional<std::string_view> context_json,
-                                          const std::vector<std::string>& user_sets) {
+                                          const std::vector<std::string>& user_sets, const std::string& context_origin) {
     ValidationReport rep;
     std::vector<std::string> sets;
     if (context_json) {
-        Expected<DatasetContext> c = parse_context(dataset, *context_json);
+        Expected<DatasetContext> c = parse_context(dataset, *context_json, context_origin);
         if (!c) return c.error();
         sets = c->overrides;
         rep.contexts.push_back(c.value());
     }
     sets.insert(sets.end(), user_sets.begin(), user_sets.end());  // the user's word is last
-    for (const CsvRow& row : parse_csv(csv_text)) {
+    Expected<size_t> rows = for_each_csv_row(csv_text, kDatasetLimits, printable(dataset), [&](const CsvRow& row) {
         const std::string& id = field(row, "id");
+        const std::string shown_id = printable(id, 200);  // a skipped row is one line of text, whatever its cell holds
         const bool training = is_training_row(row);
         Expected<Json> doc = row_scenario(row);
         if (doc) doc = apply_overrides(std::move(doc).value(), sets);
         if (!doc) {
-            rep.skipped.push_back(id + ": " + doc.error().message());
-            continue;
+            rep.skipped.push_back(shown_id + ": " + doc.error().message());
+            return;
         }
         Expected<Scenario> s = build_scenario(doc.value(), training ? Purpose::train : Purpose::infer);
         if (!s) {
-            rep.skipped.push_back(id + ": " + s.error().message());
-            continue;
+            rep.skipped.push_back(shown_id + ": " + s.error().message());
+            return;
         }
         const double measured =
             std::strtod(field(row, training ? "measured_step_time_s" : "measured_e2e_latency_s").c_str(), nullptr);
-        if (!(measured > 0)) {
-            rep.skipped.push_back(id + (training ? ": no measured step time" : ": no measured end-to-end latency"));
-            continue;
+        if (!(measured > 0) || !std::isfinite(measured)) {  // 1e400 reads as infinity: no error can be computed
+            rep.skipped.push_back(shown_id + (training ? ": measured_step_time_s is not a positive finite number"
+                                                 : ": measured_e2e_latency_s is not a positive finite number"));
+            return;
         }
         ValidationCase c;
         c.id = id;
@@ -161,7 +173,9 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
         }
         c.error = (c.predicted - c.measured) / c.measured;
         rep.cases.push_back(std::move(c));
-    }
+    });
+    if (!rows) return rows.error();
+    rep.rows = rows.value();
     return rep;
 }
 
@@ -172,7 +186,8 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         std::optional<std::string_view> context;
         for (const auto& ctx : embedded_validation_contexts())
             if (ctx.name == name + ".context") context = ctx.text;
-        Expected<ValidationReport> r = run_validation(name, f.text, context, sets);
+        Expected<ValidationReport> r =
+            run_validation(name, f.text, context, sets, "built-in data-set context data/validation/" + name + ".context.json");
         if (!r) {
             all.skipped.push_back(name + ": " + r.error().message());
             continue;
@@ -180,6 +195,7 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         all.cases.insert(all.cases.end(), r->cases.begin(), r->cases.end());
         all.skipped.insert(all.skipped.end(), r->skipped.begin(), r->skipped.end());
         all.contexts.insert(all.contexts.end(), r->contexts.begin(), r->contexts.end());
+        all.rows += r->rows;
     }
     return all;
 }
