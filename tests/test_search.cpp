@@ -116,6 +116,7 @@ struct SmallSpace {
     int64_t gpus;
     bool costed_misfits;  // some layouts pass the memory bound yet overflow once activations count
 };
+void PrintTo(const SmallSpace& s, std::ostream* os) { *os << s.name; }
 
 class SearchVsBruteForce : public ::testing::TestWithParam<SmallSpace> {};
 
