@@ -39,7 +39,9 @@ EDGE_DIRS = ["io", "cli"]
 SNAPSHOT_TESTS = ["validation_doc_current"]
 EQUIVALENT_FILE = "tests/mutation/equivalent.txt"
 GTEST_BINARY = "scalemodel_tests"  # also its CMake target
-CLI_TARGET = "scalemodel"
+# Everything the non-gtest CTest tests run (the CLI, the fuzz corpus replay, ...): the default
+# target, so that a new test executable is built (and relinked against the mutant) too.
+ALL_TARGETS = "all"
 
 # --------------------------------------------------------------------------------------------
 # Tokenizer: enough C++ to know what is code. Comments, string and character literals and
@@ -377,7 +379,7 @@ class Worker:
                            "-DSCALEMODEL_BENCH=OFF"], self.work)
             if rc != 0:
                 return "configure failed:\n" + out[-3000:]
-        rc, out = self.compile([GTEST_BINARY, CLI_TARGET])
+        rc, out = self.compile([ALL_TARGETS])
         if rc != 0:
             return "build of the unmutated tree failed:\n" + out[-3000:]
         self.suite = discover_suite(self.build)
@@ -387,8 +389,9 @@ class Worker:
         return run(["cmake", "--build", "build", "-j", str(self.build_jobs), "--target", *targets], self.work, timeout)
 
     def test(self, timeout: float, build_cli: bool = False) -> tuple[str, str]:
-        """('pass'|'fail'|'timeout'|'stillborn', which test). The CLI is relinked (build_cli)
-        only once the unit tests pass: most mutants are killed before it is needed."""
+        """('pass'|'fail'|'timeout'|'stillborn', which test). The CLI and the other test
+        executables are relinked (build_cli) only once the unit tests pass: most mutants are
+        killed before it is needed."""
         assert self.suite is not None
         t0 = time.monotonic()
         rc, out = run([str(self.suite.gtest), "--gtest_fail_fast", "--gtest_brief=1"], self.build, timeout)
@@ -399,7 +402,7 @@ class Worker:
             return "fail", failed[0] if failed else f"gtest (exit {rc})"
         if build_cli:
             t_build = time.monotonic()
-            if self.compile([CLI_TARGET])[0] != 0:
+            if self.compile([ALL_TARGETS])[0] != 0:
                 return "stillborn", ""
             t0 += time.monotonic() - t_build
         for name in self.suite.scripts:
