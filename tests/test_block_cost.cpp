@@ -122,6 +122,20 @@ TEST(BlockCost, PassStretchesByTheWorstGroupOnly) {
     EXPECT_NEAR(b.total_s(), (3 + 6.5 + 0.75 + 0.6 + 1.45) * ms, 1e-15);
 }
 
+// Forward traffic outside the attention has no independent compute to hide behind: a forward
+// TP all-reduce flagged overlappable (1 ms at 100 GB/s) is exposed whole, and slows nothing.
+TEST(BlockCost, ForwardTrafficOutsideAttentionHasNoWindow) {
+    LayerOps l;
+    Op rest;
+    rest.kind = OpKind::elementwise;
+    rest.vector_flop = 2e12;  // 2 ms forward
+    l.ops.push_back(rest);
+    l.comms.push_back({"tp_fwd", Collective::all_reduce, CommGroup::tp, Pass::fwd, 1e8, 1, true});
+    const BlockCost b = cost_block(l, machine(), CostContext{}, spans(), Recompute::none, 0);
+    EXPECT_NEAR(b.comm_exposed_s[idx(CommGroup::tp)], 1 * ms, 1e-15);
+    EXPECT_NEAR(b.fwd_wall_s, 3 * ms, 1e-15);
+}
+
 // What a layer keeps per in-flight micro-batch under each recompute mode (BlockCost::activation_bytes).
 TEST(BlockCost, ActivationBytesPerRecomputeMode) {
     const BlockCost b = cost(Recompute::none, 0);

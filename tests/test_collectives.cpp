@@ -75,6 +75,18 @@ TEST(Collectives, PointToPointUsesTheLinkBetweenItsEnds) {
     EXPECT_EQ(collective_time_s(Collective::all_reduce, 0, {8, 8, 1}, s), 0.0);
 }
 
+// Nothing to send costs nothing, latencies included: on one level, on two (where the
+// all-to-all would otherwise pay its 15 scale-out latencies), and for a single ring.
+TEST(Collectives, ZeroBytesCostNothing) {
+    const SystemSpec s = h100();
+    for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::all_to_all}) {
+        EXPECT_EQ(collective_time_s(c, 0, {8, 8, 1}, s), 0.0);
+        EXPECT_EQ(collective_time_s(c, 0, {16, 8, 2}, s), 0.0);
+        EXPECT_EQ(ring_time_s(c, 0, 8, s.scale_up), 0.0);
+    }
+    EXPECT_EQ(ring_time_s(Collective::p2p, 0, 2, s.scale_out), 0.0);
+}
+
 // A group whose members sit `stride` ranks apart puts domain/stride of them in each domain,
 // rounded down to a divisor of the group size (every domain holds the same count).
 TEST(Collectives, PlacementRoundsToADivisor) {

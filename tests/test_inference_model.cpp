@@ -203,6 +203,55 @@ TEST(InferenceByHand, PrefillFlopHasOneHeadPosition) {
     EXPECT_DOUBLE_EQ(pre.flop, 2 * (2 * 10 * 36864.0 + 12800) + 2 * 64 * 100);
 }
 
+// A bidirectional model attends to the whole prompt: 4 x 4 heads x 10 x 10 x 16 = 25,600
+// attention FLOP per layer instead of half of it. A decode step runs one query position per
+// sequence: 2 x 36,864 weight FLOP per layer, attention 4 x 4 heads x 1 x 20 x 16 = 5,120 at a
+// 20-token context, the head 2 x 64 x 100.
+TEST(InferenceByHand, NonCausalPrefillAndOneTokenDecodeFlop) {
+    ModelSpec m = tiny_llama(2);
+    m.causal = false;
+    const SystemSpec sys = round_inference_system();
+    EXPECT_DOUBLE_EQ(prefill_cost({m, sys, workload(1, 10, 5)}, layout(1, 1)).flop, 2 * (2 * 10 * 36864.0 + 25600) + 2 * 64 * 100);
+    EXPECT_DOUBLE_EQ(decode_step_cost({m, sys, workload(1, 10, 5)}, layout(1, 1), 20).flop,
+                     2 * (2 * 36864.0 + 5120) + 2 * 64 * 100);
+}
+
+// Two answer tokens: the first comes from the prefill, the one decode step (at 11 tokens of
+// context: weights 2 x 36,864, attention 4 x 4 x 11 x 16 = 2,816 per layer, head 12,800 FLOP)
+// is the whole decode and the time per output token.
+TEST(InferenceByHand, OneDecodeStepIsTheTimePerToken) {
+    const ModelSpec m = tiny_llama(2);
+    const SystemSpec sys = round_inference_system();
+    const InferResult r = evaluate_inference({m, sys, workload(1, 10, 2)}, layout(1, 1));
+    EXPECT_EQ(r.decode_steps, 1);
+    EXPECT_DOUBLE_EQ(r.decode.flop, 2 * (2 * 36864.0 + 2816) + 12800);
+    EXPECT_GT(r.tpot_s, 0.0);
+    EXPECT_DOUBLE_EQ(r.tpot_s, r.decode.total_s());
+}
+
+// The pipeline hop of a decode step does not grow with the context: over 4 steps at pp 2 the
+// decode spends 4 x (3 x 64 x 2 B / 100 GB/s + 1 us) in hops.
+TEST(InferenceByHand, DecodeSumsThePipelineHops) {
+    const ModelSpec m = tiny_llama(4);
+    const SystemSpec sys = round_inference_system();
+    const InferResult r = evaluate_inference({m, sys, workload(3, 10, 5)}, layout(1, 2));
+    EXPECT_NEAR(r.decode.pp_comm_s, 4 * (384 / 100e9 + 1e-6), 1e-18);
+}
+
+// With a narrow FFN (16), full KV heads and learned positions (RoPE would read and write as much
+// as the projection writes) the QKV projection is the largest kernel of the prompt: it reads
+// [10, 64] and writes [10, 192] (Q, K, V of 4 heads of 16): (640 + 1,920) x 2 B = 5,120 B, above
+// the residual add's 10 x 64 x 3 x 2 = 3,840 and the fp32 logits (400 B). Beside the 1,280-byte
+// residual stream: 6,400 B.
+TEST(InferenceByHand, ActivationsOfTheLargestGemm) {
+    ModelSpec m = tiny_llama(2);
+    m.kv_heads = 4;
+    m.ffn_hidden = 16;
+    m.position = PositionKind::learned;
+    const SystemSpec sys = round_inference_system();
+    EXPECT_DOUBLE_EQ(inference_memory({m, sys, workload(1, 10, 5)}, layout(1, 1), 1).activations_bytes, 1280 + 5120.0);
+}
+
 TEST(InferenceByHand, MemoryPeakAndLargestBatch) {
     const ModelSpec m = tiny_llama(2);
     SystemSpec sys = round_inference_system();

@@ -226,6 +226,12 @@ TEST(LayerOpsTable, GatedRmsRopeDropoutUnfused) {
     expect_gemm(l, "ffn_up", {128, 512, 64, 1}, 128 * 64 * 2);
     expect_gemm(l, "ffn_down", {128, 64, 256, 1}, 128 * 256 * 2);
     EXPECT_TRUE(l.comms.empty());
+    // The attention core (what selective recompute re-runs instead of keeping, Korthikanti et
+    // al.) is the four kernels between Q/K/V and the output projection, and nothing else.
+    for (const Op& op : l.ops) {
+        const bool core = op.name == "attn_scores" || op.name == "softmax" || op.name == "attn_dropout" || op.name == "attn_values";
+        EXPECT_EQ(op.attention_core, core) << op.name;
+    }
 }
 
 }  // namespace

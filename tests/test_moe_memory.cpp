@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "test_helpers.hpp"
@@ -127,6 +129,17 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     EXPECT_EQ((std::vector<double>{up.m, up.n, up.k, up.batch}), (std::vector<double>{128, 256, 64, 4}));
     EXPECT_EQ((std::vector<double>{down.m, down.n, down.k, down.batch}), (std::vector<double>{128, 64, 128, 4}));
     EXPECT_EQ(a2a(l), (std::vector<double>(4, 65536)));
+    // One all-to-all each way per pass, none hidden behind compute (the experts wait for their
+    // tokens; the next layer waits for the combined output): dispatch then combine, forward then
+    // backward, in layer order.
+    std::vector<std::string> names;
+    for (const CommOp& c : l.comms) {
+        names.emplace_back(c.name);
+        EXPECT_DOUBLE_EQ(c.count, 1) << c.name;
+        EXPECT_FALSE(c.overlappable) << c.name;
+        EXPECT_EQ(c.pass, std::string_view(c.name).ends_with("_grad") ? Pass::bwd : Pass::fwd) << c.name;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"moe_dispatch", "moe_dispatch_grad", "moe_combine", "moe_combine_grad"}));
     // Saved inputs: the router's 256 x 64, the experts' 512 copies x 64 and x 128, at 2 bytes. The
     // gated activation reads 512 x 2 x 128 and writes 512 x 128 elements (393,216 bytes), 7 FLOP
     // per output, and keeps its input (262,144 bytes).
@@ -143,6 +156,9 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     EXPECT_DOUBLE_EQ(act.bytes, 393216);
     EXPECT_DOUBLE_EQ(act.saved_bytes, 262144);
     EXPECT_DOUBLE_EQ(act.vector_flop, 7 * 512 * 128);
+    // Backward reads the output gradient and the saved input and writes the input gradient: twice
+    // the forward's traffic, as for the dense FFN's activation.
+    EXPECT_DOUBLE_EQ(act.bwd_bytes_factor, 2);
     // Tensor parallelism splits each expert's FFN: 64 columns per rank.
     LayerShape tp2 = sh;
     tp2.tp = 2;

@@ -83,6 +83,17 @@ TEST(Roofline, RowsByHand) {
     // Decode attention at context 110: 4 x 4 heads x 110 x 16 = 28,160 FLOP at 25 TFLOP/s; Q and
     // O 2 x 64 x 2 B + K and V 2 x 110 x 2 x 16 x 2 B = 14,336 B.
     expect_row("decode", "attention", 28160, 14336, 25e12, Bound::memory);
+    // Decode RMSNorm of one 64-wide token: 4 FLOP per element, 256 vector FLOP on the 10 TFLOP/s
+    // vector units (no matrix FLOP; the balance is the vector units': 10e12 / 4e12); it reads
+    // and writes 64 x 2 B: 256 B at 3.2 TB/s.
+    const RooflineRow* norm = find(r, "decode", "attn_norm");
+    ASSERT_NE(norm, nullptr);
+    EXPECT_EQ(norm->flop, 0.0);
+    EXPECT_DOUBLE_EQ(norm->balance, 2.5);
+    EXPECT_DOUBLE_EQ(norm->compute_s, 256 / 10e12);
+    EXPECT_DOUBLE_EQ(norm->memory_s, 256 / 3.2e12);
+    EXPECT_DOUBLE_EQ(norm->time_s, 256 / 3.2e12 + 2e-6);
+    EXPECT_EQ(norm->bound, Bound::memory);
 
     // The head: one position's logits in both phases, [1 x 64] x [64 x 100].
     for (const char* phase : {"prefill", "decode"}) {

@@ -287,6 +287,14 @@ TEST(Search, NoValidLayoutGivesNoCandidates) {
     EXPECT_TRUE(r.best.empty());
 }
 
+// A library caller asking for no results still gets the best layout (the CLI rejects --top 0).
+TEST(Search, TopZeroKeepsTheBest) {
+    const Json doc = doc_of(R"({"model": {"preset": "gpt3-175b", "layers": 12, "seq_len": 1024}, "system": {"preset": "dgx-a100-80gb"},
+                               "training": {"global_batch": 8, "precision": "fp16"}})");
+    const Brute b = brute_force(doc, 8, Objective::step_time, false);
+    expect_same_best(b, run_search(doc, 8, Objective::step_time, false, 1, 0), 1);
+}
+
 TEST(GpuCounts, ParsesCountsListsAndRanges) {
     EXPECT_EQ(parse_gpu_counts("4096").value(), (std::vector<int64_t>{4096}));
     EXPECT_EQ(parse_gpu_counts("1024,2048,4096").value(), (std::vector<int64_t>{1024, 2048, 4096}));

@@ -26,7 +26,10 @@ StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const Paralle
     // A tied output layer keeps its own copy of the word embedding on the last stage.
     const double head = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
     const double experts = layers * pc.per_layer_experts / (tp * as_d(p.ep));
-    if (p.pp == 1) return {layers * layer + embed + head, layers * layer + embed + head, experts};
+    if (p.pp == 1) {
+        const double whole = layers * layer + embed + head;  // one stage is both first and last
+        return {whole, whole, experts};
+    }
     return {layers * layer + embed, layers * layer + head, experts};
 }
 
