@@ -193,5 +193,14 @@ TEST(GemmPasses, ElementwiseBackwardBytesFactor) {
     EXPECT_NEAR(memory_time_s(1e6, curve), 1e6 / 0.25e12, 1e-18);
 }
 
+// An outer product (k = 1) is a real GEMM, not an empty one: C[1000,1000] = a[1000,1] b[1,1000]
+// in bf16 does 2 x 1000 x 1000 x 1 = 2e6 FLOP (2 ns at 1 PFLOP/s) and moves
+// (1000 + 1000) x 2 + 1e6 x 2 = 2,004,000 bytes (2.004 us at 1 TB/s): memory-bound, 2.004 us.
+TEST(GemmPasses, OuterProductIsNotEmpty) {
+    const SystemSpec sys = testing::round_system();
+    EXPECT_NEAR(gemm_time_s({1000, 1000, 1, 1}, 2, 2, 2, 1e15, sys), 2.004e-6, 1e-15);
+    EXPECT_EQ(gemm_time_s({1000, 1000, 0, 1}, 2, 2, 2, 1e15, sys), 0.0);  // k = 0: nothing to do
+}
+
 }  // namespace
 }  // namespace sm
