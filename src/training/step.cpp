@@ -20,12 +20,13 @@ struct StageParams {
 
 StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p) {
     const double tp = as_d(p.tp);
-    const double layer = (pc.per_layer - pc.per_layer_experts) / tp + pc.per_layer_experts / (tp * as_d(p.ep));
+    const double expert_layer = pc.per_layer_experts / (tp * as_d(p.ep));
+    const double layer = (pc.per_layer - pc.per_layer_experts) / tp + expert_layer;
     const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));
     const double embed = pc.embedding / tp;
     // A tied output layer keeps its own copy of the word embedding on the last stage.
     const double head = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
-    const double experts = layers * pc.per_layer_experts / (tp * as_d(p.ep));
+    const double experts = layers * expert_layer;
     if (p.pp == 1) {
         const double whole = layers * layer + embed + head;  // one stage is both first and last
         return {whole, whole, experts};
