@@ -164,7 +164,7 @@ TEST(Inference, TensorParallelDividesWeightBytesExactly) {
     const SystemSpec sys = system_preset("dgx-h100");
     const InferenceSpec s = workload(1, 400, 200);
     // With tp = 1 the op list's matrices plus the norms are the published parameter count.
-    EXPECT_DOUBLE_EQ(weight_params_per_gpu(m, ParallelConfig{}), count_params(m).total(m.layers));
+    EXPECT_DOUBLE_EQ(weight_params_per_gpu(m, ParallelConfig{}), count_params(m).total());
     // RMSNorm vectors (2 per layer + the final one) are replicated; every matrix is split.
     const double norms = (2.0 * 32 + 1) * 4096 * 2;
     const double w1 = evaluate_inference({m, sys, s}, ParallelConfig{}).memory.weights_bytes;

@@ -63,7 +63,7 @@ void expect_gemm(const LayerOps& l, const std::string& name, GemmShape g, double
 // bytes), 3 FLOP each, nothing saved without dropout. GELU: reads T x f/tp = 16,384 and writes as
 // many (65,536 bytes), 10 FLOP each, keeps its input (32,768).
 TEST(LayerOpsTable, ElementwiseKernels) {
-    const LayerOps l = layer_ops(testing::tiny_gpt(), cut());
+    const LayerOps l = layer_ops(testing::tiny_gpt(), cut(), LayerKind::dense);
     expect_elementwise(l, {{"attn_norm", 16384, 32768, 8192, 0, 1.5},
                            {"ffn_norm", 16384, 32768, 8192, 0, 1.5},
                            {"attn_residual", 24576, 12288, 0, 0, 2},
@@ -79,7 +79,7 @@ TEST(LayerOpsTable, ElementwiseKernels) {
 // executed; Q and O 2 x 4,096 elements, K and V 2 x (2 x 128 x 2 x 16) attended; it keeps Q, K, V
 // (3 x 4,096 x 2 bytes) and an fp32 log-sum-exp per query and head (128 x 2 x 4).
 TEST(LayerOpsTable, GemmsAndAttention) {
-    const LayerOps l = layer_ops(testing::tiny_gpt(), cut());
+    const LayerOps l = layer_ops(testing::tiny_gpt(), cut(), LayerKind::dense);
     expect_gemm(l, "qkv_proj", {128, 96, 64, 1}, 8192);
     expect_gemm(l, "attn_out_proj", {128, 64, 32, 1}, 8192);
     expect_gemm(l, "ffn_up", {128, 128, 64, 1}, 8192);
@@ -125,7 +125,7 @@ void expect_comms(const LayerOps& l, const std::vector<Comm>& want) {
 // attention: the K and V chunk (2 x 128 x 2 x 16 x 2 = 16,384 bytes) travels cp - 1 = 1 hop
 // forward, twice the bytes (with gradients) backward, both hidden behind attention.
 TEST(LayerOpsTable, CollectivesWithSequenceAndContextParallelism) {
-    const LayerOps l = layer_ops(testing::tiny_gpt(), cut());
+    const LayerOps l = layer_ops(testing::tiny_gpt(), cut(), LayerKind::dense);
     const double act = 16384;
     const std::vector<Comm> enter = {{"sp_all_gather", Collective::all_gather, CommGroup::tp, Pass::fwd, act, 1, false},
                                      {"sp_reduce_scatter_grad", Collective::reduce_scatter, CommGroup::tp, Pass::bwd, act, 1, false},
@@ -142,7 +142,7 @@ TEST(LayerOpsTable, CollectivesWithSequenceAndContextParallelism) {
     // cp 4: the same chunk travels three hops.
     LayerShape s = cut();
     s.cp = 4;
-    const LayerOps l4 = layer_ops(testing::tiny_gpt(), s);
+    const LayerOps l4 = layer_ops(testing::tiny_gpt(), s, LayerKind::dense);
     EXPECT_DOUBLE_EQ(l4.comms[3].count, 3);
     EXPECT_DOUBLE_EQ(l4.comms[4].count, 3);
 }
@@ -161,7 +161,7 @@ TEST(LayerOpsTable, CollectivesWithoutSequenceParallelismAndTheEnds) {
     const double act = 128 * 64 * 2;
     const Comm grad = {"tp_all_reduce_grad", Collective::all_reduce, CommGroup::tp, Pass::bwd, act, 1, true};
     const Comm out = {"tp_all_reduce", Collective::all_reduce, CommGroup::tp, Pass::fwd, act, 1, false};
-    expect_comms(layer_ops(m, s), {grad, out, grad, out});
+    expect_comms(layer_ops(m, s, LayerKind::dense), {grad, out, grad, out});
     expect_comms(head_ops(m, s, true), {grad, {"loss_all_reduce", Collective::all_reduce, CommGroup::tp, Pass::fwd, 1536, 1, false}});
     expect_comms(head_ops(m, s, false), {grad});
     expect_comms(embedding_ops(m, s), {out});
@@ -213,7 +213,7 @@ TEST(LayerOpsTable, GatedRmsRopeDropoutUnfused) {
     LayerShape s;
     s.batch = 1;
     s.q_len = s.kv_len = 128;
-    const LayerOps l = layer_ops(m, s);
+    const LayerOps l = layer_ops(m, s, LayerKind::dense);
     const double elems = 128 * 64;
     expect_elementwise(l, {{"attn_norm", 4 * elems, 4 * elems, 2 * elems, 0, 1.5},
                            {"rope", 65536, 3 * 16384, 0, 0, 2},

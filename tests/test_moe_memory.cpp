@@ -123,7 +123,7 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
             if (c.group == CommGroup::ep && c.kind == Collective::all_to_all) b.push_back(c.bytes);
         return b;
     };
-    const LayerOps l = layer_ops(m, sh);
+    const LayerOps l = layer_ops(m, sh, LayerKind::moe);
     const GemmShape router = gemm(l, "moe_router"), up = gemm(l, "expert_up"), down = gemm(l, "expert_down");
     EXPECT_EQ((std::vector<double>{router.m, router.n, router.k, router.batch}), (std::vector<double>{256, 8, 64, 1}));
     EXPECT_EQ((std::vector<double>{up.m, up.n, up.k, up.batch}), (std::vector<double>{128, 256, 64, 4}));
@@ -162,16 +162,16 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     // Tensor parallelism splits each expert's FFN: 64 columns per rank.
     LayerShape tp2 = sh;
     tp2.tp = 2;
-    const LayerOps l2 = layer_ops(m, tp2);
+    const LayerOps l2 = layer_ops(m, tp2, LayerKind::moe);
     EXPECT_DOUBLE_EQ(gemm(l2, "expert_up").n, 128);
     EXPECT_DOUBLE_EQ(gemm(l2, "expert_down").k, 64);
     // Top-1 halves the copies and the traffic; ep 1 has none.
     ModelSpec top1 = m;
     top1.moe.top_k = 1;
-    EXPECT_EQ(a2a(layer_ops(top1, sh)), (std::vector<double>(4, 32768)));
+    EXPECT_EQ(a2a(layer_ops(top1, sh, LayerKind::moe)), (std::vector<double>(4, 32768)));
     sh.ep = 1;
-    EXPECT_TRUE(a2a(layer_ops(m, sh)).empty());
-    EXPECT_EQ(gemm(layer_ops(m, sh), "expert_up").batch, 8);
+    EXPECT_TRUE(a2a(layer_ops(m, sh, LayerKind::moe)).empty());
+    EXPECT_EQ(gemm(layer_ops(m, sh, LayerKind::moe), "expert_up").batch, 8);
 }
 
 }  // namespace

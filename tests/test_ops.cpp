@@ -38,9 +38,9 @@ LayerShape shape(double b, double s, int64_t tp, bool sp) {
 TEST(Ops, Gpt3LayerForwardFlopIs24bsh2Plus4bs2h) {
     const ModelSpec m = model_preset("gpt3-175b");
     const double b = 1, s = 2048, h = 12288;
-    EXPECT_DOUBLE_EQ(forward_flop(layer_ops(m, shape(b, s, 1, false))), 24 * b * s * h * h + 4 * b * s * s * h);
+    EXPECT_DOUBLE_EQ(forward_flop(layer_ops(m, shape(b, s, 1, false), LayerKind::dense)), 24 * b * s * h * h + 4 * b * s * s * h);
     // Tensor parallelism divides every GEMM and the attention exactly.
-    EXPECT_DOUBLE_EQ(forward_flop(layer_ops(m, shape(b, s, 8, true))), (24 * b * s * h * h + 4 * b * s * s * h) / 8);
+    EXPECT_DOUBLE_EQ(forward_flop(layer_ops(m, shape(b, s, 8, true), LayerKind::dense)), (24 * b * s * h * h + 4 * b * s * s * h) / 8);
 }
 
 TEST(Ops, SwigluAndGqaFlop) {
@@ -48,7 +48,7 @@ TEST(Ops, SwigluAndGqaFlop) {
     const ModelSpec m = model_preset("llama2-70b");
     const double T = 4096, h = 8192, kv = 1024, f = 28672, s = 4096;
     const double expected = 2 * T * h * (h + 2 * kv) + 2 * T * h * h + 3 * 2 * T * h * f + 4 * s * s * h;
-    EXPECT_DOUBLE_EQ(forward_flop(layer_ops(m, shape(1, s, 1, false))), expected);
+    EXPECT_DOUBLE_EQ(forward_flop(layer_ops(m, shape(1, s, 1, false), LayerKind::dense)), expected);
 }
 
 TEST(Ops, HeadFlopIs2bshV) {
@@ -67,35 +67,35 @@ protected:
 };
 
 TEST_F(Korthikanti, NoParallelism) {
-    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 1, false)), Recompute::none), s * b * h * (34 + 5 * a * s / h));
+    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 1, false), LayerKind::dense), Recompute::none), s * b * h * (34 + 5 * a * s / h));
 }
 
 TEST_F(Korthikanti, TensorParallel) {
-    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, false)), Recompute::none),
+    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, false), LayerKind::dense), Recompute::none),
                      s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
 }
 
 TEST_F(Korthikanti, TensorAndSequenceParallel) {
-    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, true)), Recompute::none), s * b * h / t * (34 + 5 * a * s / h));
+    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, true), LayerKind::dense), Recompute::none), s * b * h / t * (34 + 5 * a * s / h));
 }
 
 TEST_F(Korthikanti, SelectiveRecompute) {
-    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, true)), Recompute::selective), 34 * s * b * h / t);
+    EXPECT_DOUBLE_EQ(saved(layer_ops(m, shape(b, s, 8, true), LayerKind::dense), Recompute::selective), 34 * s * b * h / t);
 }
 
 TEST_F(Korthikanti, FullRecomputeKeepsTheLayerInput) {
-    EXPECT_DOUBLE_EQ(layer_ops(m, shape(b, s, 8, false)).input_bytes, 2 * s * b * h);
-    EXPECT_DOUBLE_EQ(layer_ops(m, shape(b, s, 8, true)).input_bytes, 2 * s * b * h / t);
+    EXPECT_DOUBLE_EQ(layer_ops(m, shape(b, s, 8, false), LayerKind::dense).input_bytes, 2 * s * b * h);
+    EXPECT_DOUBLE_EQ(layer_ops(m, shape(b, s, 8, true), LayerKind::dense).input_bytes, 2 * s * b * h / t);
 }
 
 TEST(Ops, FusedAttentionKeepsNoScores) {
     // FlashAttention saves Q, K, V and an fp32 log-sum-exp per query and head: no s^2 term.
     ModelSpec m = model_preset("gpt3-175b");
     const double s = 2048, a = 96;
-    const LayerOps ops = layer_ops(m, shape(1, s, 1, false));
+    const LayerOps ops = layer_ops(m, shape(1, s, 1, false), LayerKind::dense);
     const double unfused_core = 5 * a * s * s;
     m.attention = AttentionImpl::unfused;
-    const double gap = saved(layer_ops(m, shape(1, s, 1, false)), Recompute::none) - saved(ops, Recompute::none);
+    const double gap = saved(layer_ops(m, shape(1, s, 1, false), LayerKind::dense), Recompute::none) - saved(ops, Recompute::none);
     EXPECT_DOUBLE_EQ(gap, unfused_core - 4 * s * a);  // s^2 terms out, the log-sum-exp in
     EXPECT_DOUBLE_EQ(saved(ops, Recompute::none) - saved(ops, Recompute::selective), 4 * s * a);
 }
@@ -105,8 +105,8 @@ TEST(Ops, GqaShrinksSavedKeysAndValues) {
     ModelSpec gqa = mha;
     gqa.kv_heads = 8;
     const double s = 4096, d = 128;
-    const double gap = saved(layer_ops(mha, shape(1, s, 1, false)), Recompute::none) -
-                       saved(layer_ops(gqa, shape(1, s, 1, false)), Recompute::none);
+    const double gap = saved(layer_ops(mha, shape(1, s, 1, false), LayerKind::dense), Recompute::none) -
+                       saved(layer_ops(gqa, shape(1, s, 1, false), LayerKind::dense), Recompute::none);
     // K and V lose (40 - 8) heads of 128 each, at 2 bytes.
     EXPECT_DOUBLE_EQ(gap, 2.0 * s * (40 - 8) * d * 2);
 }
@@ -125,14 +125,14 @@ TEST(Ops, TensorParallelCommunicationPerLayer) {
         for (const CommOp& x : ops.comms) n += (x.kind == c && x.pass == p) ? 1 : 0;
         return n;
     };
-    const LayerOps plain = layer_ops(m, shape(1, 2048, 8, false));
+    const LayerOps plain = layer_ops(m, shape(1, 2048, 8, false), LayerKind::dense);
     EXPECT_EQ(count(plain, Collective::all_reduce, Pass::fwd), 2);  // after attention and MLP
     EXPECT_EQ(count(plain, Collective::all_reduce, Pass::bwd), 2);
-    const LayerOps sp = layer_ops(m, shape(1, 2048, 8, true));
+    const LayerOps sp = layer_ops(m, shape(1, 2048, 8, true), LayerKind::dense);
     EXPECT_EQ(count(sp, Collective::all_gather, Pass::fwd), 2);
     EXPECT_EQ(count(sp, Collective::reduce_scatter, Pass::fwd), 2);
     for (const CommOp& c : sp.comms) EXPECT_DOUBLE_EQ(c.bytes, bytes);
-    EXPECT_TRUE(layer_ops(m, shape(1, 2048, 1, false)).comms.empty());
+    EXPECT_TRUE(layer_ops(m, shape(1, 2048, 1, false), LayerKind::dense).comms.empty());
 }
 
 }  // namespace

@@ -20,30 +20,29 @@ TEST(Params, Gpt3ClosedForm) {
     const ModelSpec m = preset("gpt3-175b");
     const double h = 12288, l = 96, v = 51200, s = 2048;
     const ParamCount p = count_params(m);
-    EXPECT_DOUBLE_EQ(p.per_layer, 12 * h * h + 13 * h);
-    EXPECT_DOUBLE_EQ(p.total(m.layers), l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h);
-    EXPECT_NEAR(p.total(m.layers) / 1e9, 174.6, 0.1);
+    EXPECT_DOUBLE_EQ(p.layer[idx(LayerKind::dense)].total, 12 * h * h + 13 * h);
+    EXPECT_DOUBLE_EQ(p.total(), l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h);
+    EXPECT_NEAR(p.total() / 1e9, 174.6, 0.1);
 }
 
 TEST(Params, Llama2_7bMatchesPublished) {
     // Llama 2 7B: 6,738,415,616 parameters (Hugging Face model card).
     const ModelSpec m = preset("llama2-7b");
-    EXPECT_DOUBLE_EQ(count_params(m).total(m.layers), 6738415616.0);
+    EXPECT_DOUBLE_EQ(count_params(m).total(), 6738415616.0);
 }
 
 TEST(Params, Llama2_70bGqa) {
     // 70B with 8 KV heads: 68,976,648,192 parameters.
     const ModelSpec m = preset("llama2-70b");
-    EXPECT_DOUBLE_EQ(count_params(m).total(m.layers), 68976648192.0);
+    EXPECT_DOUBLE_EQ(count_params(m).total(), 68976648192.0);
 }
 
 TEST(Params, MixtralTotalAndActive) {
     // Mixtral 8x7B: 46.7B total, 12.9B active per token.
     const ModelSpec m = preset("mixtral-8x7b");
     const ParamCount p = count_params(m);
-    EXPECT_NEAR(p.total(m.layers) / 1e9, 46.7, 0.1);
-    const double active = p.per_layer_active * static_cast<double>(m.layers) + p.embedding + p.lm_head + p.final_norm;
-    EXPECT_NEAR(active / 1e9, 12.9, 0.1);
+    EXPECT_NEAR(p.total() / 1e9, 46.7, 0.1);
+    EXPECT_NEAR(p.active() / 1e9, 12.9, 0.1);
 }
 
 TEST(Params, GatedFfnWithBiasesAndExpertsByHand) {
@@ -59,22 +58,60 @@ TEST(Params, GatedFfnWithBiasesAndExpertsByHand) {
     m.ffn_act = FfnAct::swiglu;
     m.vocab = 10;
     m.seq_len = 8;
-    EXPECT_DOUBLE_EQ(count_params(m).per_layer, 66624);
-    EXPECT_DOUBLE_EQ(count_params(m).per_layer_active, 66624);
-    EXPECT_DOUBLE_EQ(count_params(m).per_layer_experts, 0);
+    const LayerParams dense = count_params(m).layer[idx(LayerKind::dense)];
+    EXPECT_DOUBLE_EQ(dense.total, 66624);
+    EXPECT_DOUBLE_EQ(dense.active, 66624);
+    EXPECT_DOUBLE_EQ(dense.experts, 0);
     // 8 experts of FFN 128, top-2, no biases, RMSNorm: attention 4h^2 = 16,384, norms 2h = 128,
     // router 8h = 512, each expert 3 x 64 x 128 = 24,576.
     m.bias = false;
     m.norm = NormKind::rmsnorm;
     m.moe = {8, 2, 128};
     const ParamCount p = count_params(m);
-    EXPECT_DOUBLE_EQ(p.per_layer, 16384 + 128 + 512 + 8 * 24576);
-    EXPECT_DOUBLE_EQ(p.per_layer_active, 16384 + 128 + 512 + 2 * 24576);
-    EXPECT_DOUBLE_EQ(p.per_layer_experts, 8 * 24576);
+    const LayerParams moe = p.layer[idx(LayerKind::moe)];
+    EXPECT_DOUBLE_EQ(moe.total, 16384 + 128 + 512 + 8 * 24576);
+    EXPECT_DOUBLE_EQ(moe.active, 16384 + 128 + 512 + 2 * 24576);
+    EXPECT_DOUBLE_EQ(moe.experts, 8 * 24576);
+    EXPECT_EQ(p.layers[idx(LayerKind::moe)], 2);
+    EXPECT_EQ(p.layers[idx(LayerKind::dense)], 0);
     EXPECT_DOUBLE_EQ(p.final_norm, 64);
     EXPECT_DOUBLE_EQ(p.embedding, (10 + 8) * 64);  // learned positions
     m.tied_embeddings = true;
     EXPECT_DOUBLE_EQ(count_params(m).lm_head, 0);
+    // The same two layers with the first dense: a dense block has attention 16,384, norms 128
+    // and a SwiGLU FFN of 3 x 64 x 256 = 49,152; the second block keeps its experts.
+    m.moe.first_dense_layers = 1;
+    const ParamCount mixed = count_params(m);
+    EXPECT_DOUBLE_EQ(mixed.total(), (16384 + 128 + 49152) + (16384 + 128 + 512 + 8 * 24576) + 18 * 64 + 64);
+    EXPECT_DOUBLE_EQ(mixed.active(), (16384 + 128 + 49152) + (16384 + 128 + 512 + 2 * 24576) + 18 * 64 + 64);
+}
+
+// DeepSeek-V3: 61 layers, the first 3 dense. Llama 4 Maverick: 48 layers, every second one MoE
+// (layers 1, 3, ..., 47). Counted by hand over ranges that cut through the pattern.
+TEST(Params, LayerKindsOfMixedModels) {
+    ModelSpec ds;
+    ds.layers = 61;
+    ds.moe = {256, 8, 2048, 3, 1};
+    EXPECT_EQ(layer_kind(ds, 2), LayerKind::dense);
+    EXPECT_EQ(layer_kind(ds, 3), LayerKind::moe);
+    EXPECT_EQ(count_layers(ds, LayerKind::dense, 0, 61), 3);
+    EXPECT_EQ(count_layers(ds, LayerKind::moe, 0, 61), 58);
+    EXPECT_EQ(count_layers(ds, LayerKind::dense, 0, 8), 3);   // a first stage of 8 layers
+    EXPECT_EQ(count_layers(ds, LayerKind::moe, 8, 16), 8);
+    EXPECT_EQ(count_layers(ds, LayerKind::moe, 2, 5), 2);     // layers 3 and 4
+    ModelSpec mav;
+    mav.layers = 48;
+    mav.moe = {128, 1, 8192, 0, 2};
+    EXPECT_EQ(layer_kind(mav, 0), LayerKind::dense);
+    EXPECT_EQ(layer_kind(mav, 1), LayerKind::moe);
+    EXPECT_EQ(count_layers(mav, LayerKind::moe, 0, 48), 24);
+    EXPECT_EQ(count_layers(mav, LayerKind::moe, 1, 4), 2);    // layers 1 and 3
+    EXPECT_EQ(count_layers(mav, LayerKind::dense, 1, 4), 1);  // layer 2
+    EXPECT_EQ(count_layers(mav, LayerKind::moe, 5, 5), 0);
+    ModelSpec dense;
+    dense.layers = 10;
+    EXPECT_EQ(count_layers(dense, LayerKind::dense, 3, 10), 7);
+    EXPECT_EQ(count_layers(dense, LayerKind::moe, 0, 10), 0);
 }
 
 TEST(Params, EveryPresetParses) {

@@ -18,10 +18,10 @@ constexpr double ms = 1e-3;
 // the embedding 0.1 + 0.1 ms, the head 0.4 + 0.8 ms (the last stage is the slower end).
 LayerCosts hand_costs() {
     LayerCosts c;
-    c.layer.fwd_s = 1 * ms;
-    c.layer.bwd_s = 2 * ms;
-    c.layer.recompute_s = 0.5 * ms;
-    c.layer.comm_exposed_s[idx(CommGroup::tp)] = 0.25 * ms;
+    c.layer[0].fwd_s = 1 * ms;
+    c.layer[0].bwd_s = 2 * ms;
+    c.layer[0].recompute_s = 0.5 * ms;
+    c.layer[0].comm_exposed_s[idx(CommGroup::tp)] = 0.25 * ms;
     c.embedding.fwd_s = 0.1 * ms;
     c.embedding.bwd_s = 0.1 * ms;
     c.head.fwd_s = 0.4 * ms;
@@ -110,9 +110,9 @@ TEST(Pipeline, LinkTimesPerStep) {
     const ModelSpec m = tiny_gpt();
     const SystemSpec s = round_system();
     LayerCosts c;
-    c.layer.comm_link_s[idx(CommGroup::tp)] = 1 * ms;
-    c.layer.comm_link_s[idx(CommGroup::cp)] = 2 * ms;
-    c.layer.comm_link_s[idx(CommGroup::ep)] = 3 * ms;
+    c.layer[0].comm_link_s[idx(CommGroup::tp)] = 1 * ms;
+    c.layer[0].comm_link_s[idx(CommGroup::cp)] = 2 * ms;
+    c.layer[0].comm_link_s[idx(CommGroup::ep)] = 3 * ms;
     c.embedding.comm_link_s[idx(CommGroup::tp)] = 0.5 * ms;
     c.head.comm_link_s[idx(CommGroup::tp)] = 0.25 * ms;
     c.head.fwd_s = 1 * ms;
@@ -130,9 +130,9 @@ TEST(Pipeline, ActivationsInFlightAndInterleavingFactor) {
     const ModelSpec m = tiny_gpt();
     const SystemSpec s = round_system();
     LayerCosts c;
-    c.layer.saved_bytes = 1e9;
-    c.layer.core_saved_bytes = 0.2e9;
-    c.layer.input_bytes = 0.1e9;
+    c.layer[0].saved_bytes = 1e9;
+    c.layer[0].core_saved_bytes = 0.2e9;
+    c.layer[0].input_bytes = 0.1e9;
     c.embedding.saved_bytes = 0.05e9;
     c.head.saved_bytes = 0.3e9;
     auto act = [&](int64_t pp, int64_t vp, int64_t gb, Recompute rc) {
@@ -206,15 +206,15 @@ TEST(Pipeline, NicSharingFloorsTheStep) {
     const double P = 536192, L = 2.4e-10 * P;
     const double opt = 30 * P / 1e12;  // Adam over the unsharded states (ZeRO 0)
     LayerCosts c;
-    c.layer.bwd_wall_s = 1;  // a long backward window: overlap would hide all but L/8
+    c.layer[0].bwd_wall_s = 1;  // a long backward window: overlap would hide all but L/8
     // TP traffic (here a 1 s claim on a 1-GPU group) never leaves the domain: not on the NIC.
-    c.layer.comm_link_s[idx(CommGroup::tp)] = 1;
+    c.layer[0].comm_link_s[idx(CommGroup::tp)] = 1;
     const TrainResult bound = step_over(m, s, batch_of(4), p, c);
     EXPECT_NEAR(bound.link.dp_s, L, 1e-15);
     EXPECT_NEAR(bound.step_time_s, L, 1e-15);  // binds: 4 us of optimizer + L/8 exposed < L
     EXPECT_NEAR(bound.breakdown.dp_comm_exposed_s, L - opt, 1e-15);
     // With 1 ms of forward per layer the compute (8 ms) covers it: the floor does not bind.
-    c.layer.fwd_s = 1 * ms;
+    c.layer[0].fwd_s = 1 * ms;
     const TrainResult free = step_over(m, s, batch_of(4), p, c);
     EXPECT_NEAR(free.breakdown.dp_comm_exposed_s, L / 8, 1e-15);
     EXPECT_NEAR(free.step_time_s, 8 * ms + opt + L / 8, 1e-15);
@@ -231,9 +231,9 @@ TEST(Pipeline, NicFloorCountsEveryGroupThatLeavesTheDomain) {
     p.cp = 2;
     p.ep = 2;
     LayerCosts c;
-    c.layer.comm_link_s[idx(CommGroup::tp)] = 1 * ms;
-    c.layer.comm_link_s[idx(CommGroup::cp)] = 1 * ms;
-    c.layer.comm_link_s[idx(CommGroup::ep)] = 1 * ms;
+    c.layer[0].comm_link_s[idx(CommGroup::tp)] = 1 * ms;
+    c.layer[0].comm_link_s[idx(CommGroup::cp)] = 1 * ms;
+    c.layer[0].comm_link_s[idx(CommGroup::ep)] = 1 * ms;
     const double dp_link = 4 * 536192 / 10e9;
     const TrainResult r = step_over(m, s, batch_of(1), p, c);
     EXPECT_NEAR(r.link.dp_s, dp_link, 1e-15);

@@ -115,7 +115,7 @@ TEST(Training, FirstStageHoldsPipelineDepthMicrobatches) {
     const Scenario s2 = with(kGpt3, {"parallel.pp=2", "parallel.dp=16"});
     const Scenario s8 = with(kGpt3, {"parallel.pp=8", "parallel.dp=4"});
     const LayerCosts c2 = cost_layers({s2.model, s2.system, s2.training}, s2.parallel);
-    const double per_layer = c2.layer.activation_bytes(Recompute::selective);
+    const double per_layer = c2.layer[0].activation_bytes(Recompute::selective);
     const double a2 = run(s2).memory.activations_bytes;
     const double a8 = run(s8).memory.activations_bytes;
     EXPECT_NEAR(a2, a8, 0.01 * a2);

@@ -78,32 +78,32 @@ TEST(Zero, OverlapHidesAllButTheLastBucket) {
     s.eff.overlap_interference = 0.5;
     const double L = 6 * kP / kScaleUp;
     LayerCosts c;
-    c.layer.bwd_wall_s = 1e-3;  // a window of 8 ms: everything but the last bucket hides
+    c.layer[0].bwd_wall_s = 1e-3;  // a window of 8 ms: everything but the last bucket hides
     EXPECT_NEAR(step_over(m, s, batch_of(8, true), layout(2, 2, 0), c).breakdown.dp_comm_exposed_s,
                 L / 8 + 0.5 * (7 * L / 8), 1e-15);
-    c.layer.bwd_wall_s = 1e-6;  // 8 us: L - 8 us stays exposed, 8 us hides
+    c.layer[0].bwd_wall_s = 1e-6;  // 8 us: L - 8 us stays exposed, 8 us hides
     EXPECT_NEAR(step_over(m, s, batch_of(8, true), layout(2, 2, 0), c).breakdown.dp_comm_exposed_s,
                 (L - 8e-6) + 0.5 * 8e-6, 1e-15);
     // Recomputation lengthens the backward window: 0.5 us + 0.5 us per layer is the same 8 us.
-    c.layer.bwd_wall_s = 0.5e-6;
-    c.layer.recompute_s = 0.5e-6;
+    c.layer[0].bwd_wall_s = 0.5e-6;
+    c.layer[0].recompute_s = 0.5e-6;
     const TrainResult r = step_over(m, s, batch_of(8, true), layout(2, 2, 0), c);
     EXPECT_NEAR(r.breakdown.dp_comm_exposed_s, (L - 8e-6) + 0.5 * 8e-6, 1e-15);
 
     // ZeRO 1: the reduce-scatter (3P/B) hides in backward, the gather (1.5P/B) in forward; with a
     // 1 ms forward per layer both keep only their last bucket.
     c = {};
-    c.layer.bwd_wall_s = 1e-3;
+    c.layer[0].bwd_wall_s = 1e-3;
     const double rs = 3 * kP / kScaleUp, ag = 1.5 * kP / kScaleUp;
     const TrainResult z1_nofwd = step_over(m, s, batch_of(8, true), layout(2, 2, 1), c);
     EXPECT_NEAR(z1_nofwd.breakdown.dp_comm_exposed_s, (rs / 8 + 0.5 * 7 * rs / 8) + ag, 1e-15);
-    c.layer.fwd_wall_s = 1e-3;
+    c.layer[0].fwd_wall_s = 1e-3;
     const TrainResult z1 = step_over(m, s, batch_of(8, true), layout(2, 2, 1), c);
     EXPECT_NEAR(z1.breakdown.dp_comm_exposed_s, (rs + ag) * (1.0 / 8 + 0.5 * 7 / 8), 1e-15);
 
     // ZeRO 3, per micro-batch: 2 gathers + reduce-scatter = 6P/B against forward + backward.
-    c.layer.fwd_wall_s = 0.5e-6;
-    c.layer.bwd_wall_s = 0.5e-6;  // together 8 us
+    c.layer[0].fwd_wall_s = 0.5e-6;
+    c.layer[0].bwd_wall_s = 0.5e-6;  // together 8 us
     const double z3 = 6 * kP / kScaleUp;
     EXPECT_NEAR(step_over(m, s, batch_of(8, true), layout(2, 2, 3), c).breakdown.dp_comm_exposed_s,
                 4 * ((z3 - 8e-6) + 0.5 * 8e-6), 1e-15);

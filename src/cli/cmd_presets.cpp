@@ -30,7 +30,7 @@ Runner add_presets(CLI::App& app) {
                 if (!j) return bad_input(j.error());
                 auto m = parse_model(j.value(), "presets/models/" + name);
                 if (!m) return bad_input(m.error());
-                const double params = count_params(m.value()).total(m->layers);
+                const double params = count_params(m.value()).total();
                 Json entry = j.value();
                 entry["params"] = params;
                 list.push_back(entry);

@@ -116,7 +116,7 @@ std::string held_text(const std::set<std::string>& given, const Json& par) {
 
 std::string header_text(const Scenario& s, const SearchOptions& o, double tokens) {
     std::string t = fmt::format("Layout search: {} ({:.1f}B params) on {} ({}), global batch {} x {} tokens, {}\n", s.model.name,
-                                count_params(s.model).total(s.model.layers) / 1e9, s.system.accel.name, s.system.name,
+                                count_params(s.model).total() / 1e9, s.system.accel.name, s.system.name,
                                 s.training.global_batch, s.model.seq_len, to_string(s.training.precision));
     t += fmt::format("Objective: {}   held fixed: {}   MFU: of the {} matrix peak\n", to_string(o.objective),
                      held_text(s.parallel_given, parallel_json(s.parallel)), to_string(s.training.precision));

@@ -60,7 +60,9 @@ PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const Laye
     const CommSpans spans = place_groups(p, sys);
     const double layers = as_d(m.layers);
 
-    PassCost total = cost_forward(layer_ops(m, layer), sys, ctx, spans).scaled(layers);
+    PassCost total;
+    for (const LayerKind k : layer_kinds(m))
+        total += cost_forward(layer_ops(m, layer, k), sys, ctx, spans).scaled(as_d(count_layers(m, k, 0, m.layers)));
     total += cost_forward(embedding_ops(m, layer), sys, ctx, spans);
     total += cost_forward(head_ops(m, head, false), sys, ctx, spans);
     const GroupSpan& tp = spans.span[idx(CommGroup::tp)];
@@ -130,7 +132,9 @@ double activation_bytes(const InferContext& c, const ParallelConfig& p, const La
     const double residual = layer.batch * layer.q_len * as_d(m.hidden) * layer.act_bytes;
     // fp32 logits of the positions sampled (one per sequence), vocabulary-parallel.
     const double logits = layer.batch * as_d(m.vocab) / as_d(p.tp) * 4.0;
-    return residual + std::max(working_set_bytes(layer_ops(m, layer), layer.act_bytes), logits);
+    double working = logits;
+    for (const LayerKind k : layer_kinds(m)) working = std::max(working, working_set_bytes(layer_ops(m, layer, k), layer.act_bytes));
+    return residual + working;
 }
 
 }  // namespace
@@ -208,7 +212,7 @@ PassCost decode_sum(const InferContext& c, const ParallelConfig& p, int64_t firs
 double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
     // Matrices: exactly what the sharded op list multiplies by (KV projections replicate when
     // tp exceeds the KV heads; the router replicates). Vectors (norms, biases): replicated.
-    auto matrices = [&](int64_t tp, int64_t ep) {
+    auto matrices = [&](LayerKind kind, int64_t tp, int64_t ep) {
         LayerShape s;
         s.batch = 1;
         s.q_len = 1;
@@ -216,19 +220,22 @@ double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
         s.tp = tp;
         s.ep = ep;
         double w = 0;
-        for (const Op& op : layer_ops(m, s).ops)
+        for (const Op& op : layer_ops(m, s, kind).ops)
             if (op.weight) w += op.gemm.k * op.gemm.n * op.gemm.batch;
         return w;
     };
     const ParamCount pc = count_params(m);
-    const double vectors = std::max(0.0, pc.per_layer - matrices(1, 1));
-    const double layer = matrices(p.tp, p.ep) + vectors;
-    const double layers = as_d(m.layers) / as_d(p.pp);
+    double all_layers = 0;  // every block of the model, each kind at its sharded size
+    for (const LayerKind k : layer_kinds(m)) {
+        const double vectors = std::max(0.0, pc.layer[idx(k)].total - matrices(k, 1, 1));
+        all_layers += as_d(pc.layers[idx(k)]) * (matrices(k, p.tp, p.ep) + vectors);
+    }
+    const double stage = all_layers / as_d(p.pp);  // a stage's share of the blocks
     const double tp = as_d(p.tp);
     const double embed = pc.embedding / tp;
     const double head = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
-    if (p.pp == 1) return layers * layer + embed + head;
-    return layers * layer + std::max(embed, head);
+    if (p.pp == 1) return stage + embed + head;
+    return stage + std::max(embed, head);
 }
 
 double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double tokens) {

@@ -1,5 +1,7 @@
 #include "io/op_table.hpp"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "io/report.hpp"
@@ -43,11 +45,15 @@ std::string_view group_name(CommGroup g) {
 
 struct Blocks {
     LayerOps layer, embedding, head;
+    std::optional<LayerOps> dense_layer;  // the dense blocks of a model that mixes dense and MoE
 };
 
 Blocks blocks(const Scenario& s) {
     const LayerShape shape = training_shape(s.model, s.parallel, s.training);
-    return {layer_ops(s.model, shape), embedding_ops(s.model, shape), head_ops(s.model, shape, true)};
+    const std::vector<LayerKind> kinds = layer_kinds(s.model);
+    Blocks b{layer_ops(s.model, shape, kinds.back()), embedding_ops(s.model, shape), head_ops(s.model, shape, true), {}};
+    if (kinds.size() > 1) b.dense_layer = layer_ops(s.model, shape, LayerKind::dense);
+    return b;
 }
 
 Json block_json(const LayerOps& ops, const Scenario& s) {
@@ -110,13 +116,20 @@ std::string block_text(const std::string& title, const Json& b) {
 
 Json training_ops_json(const Scenario& s) {
     const Blocks b = blocks(s);
-    return {{"layer", block_json(b.layer, s)}, {"embedding", block_json(b.embedding, s)}, {"head", block_json(b.head, s)}};
+    Json out = {{"layer", block_json(b.layer, s)}, {"embedding", block_json(b.embedding, s)}, {"head", block_json(b.head, s)}};
+    if (b.dense_layer) out["dense_layer"] = block_json(*b.dense_layer, s);
+    return out;
 }
 
 std::string training_ops_text(const Scenario& s) {
     const Json j = training_ops_json(s);
     std::string o = "\nOps of one micro-batch on one GPU (per layer; times include kernel latency)";
-    o += block_text("transformer layer", j["layer"]);
+    if (j.contains("dense_layer")) {
+        o += block_text("MoE transformer layer", j["layer"]);
+        o += block_text("dense transformer layer", j["dense_layer"]);
+    } else {
+        o += block_text("transformer layer", j["layer"]);
+    }
     o += block_text("embedding (first stage)", j["embedding"]);
     o += block_text("head and loss (last stage)", j["head"]);
     return o;

@@ -109,6 +109,8 @@ ModelSpec read_model(const Json& j, const std::string& path) {
         m.moe.experts = moe->integer("experts", std::nullopt, 1, 65536);
         m.moe.top_k = moe->integer("top_k", std::nullopt, 1, m.moe.experts);
         m.moe.expert_ffn_hidden = moe->integer("expert_ffn_hidden", m.ffn_hidden, 1, int64_t{1} << 22);
+        m.moe.first_dense_layers = moe->integer("first_dense_layers", 0, 0, m.layers - 1);
+        m.moe.interval = moe->integer("interval", 1, 1, m.layers);
         moe->finish();
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
@@ -258,8 +260,9 @@ void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
     require_divides(p.tp, m.heads, "parallel.tp", "model.heads");
     if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
         fail("parallel.tp", std::to_string(p.tp), fmt::format("must divide model.kv_heads ({}) or be a multiple of it", m.kv_heads));
-    require_divides(p.tp, m.moe.enabled() ? m.moe.expert_ffn_hidden : m.ffn_hidden, "parallel.tp",
-                    m.moe.enabled() ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden");
+    for (const LayerKind k : layer_kinds(m))
+        require_divides(p.tp, k == LayerKind::moe ? m.moe.expert_ffn_hidden : m.ffn_hidden, "parallel.tp",
+                        k == LayerKind::moe ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden");
 }
 
 void check_training_layout(const Scenario& s) {

@@ -144,12 +144,12 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
     out.ops.push_back(av);
 }
 
-void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind kind) {
     const double tp = static_cast<double>(s.tp);
     const double gated = m.ffn_act == FfnAct::swiglu ? 2.0 : 1.0;
     const double act_flop = m.ffn_act == FfnAct::swiglu ? kSwigluFlop : kGeluFlop;
     const double in_saved = d.tokens_sp * d.h * d.e;
-    if (!m.moe.enabled()) {
+    if (kind == LayerKind::dense) {
         const double f = static_cast<double>(m.ffn_hidden) / tp;
         out.ops.push_back(gemm_op("ffn_up", d.tokens, gated * f, d.h, in_saved));
         const double act_in = d.tokens * f * gated;
@@ -194,7 +194,7 @@ double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
     return std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(tp));
 }
 
-LayerOps layer_ops(const ModelSpec& m, const LayerShape& s) {
+LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     LayerOps out;
     const Dims d = dims(m, s);
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
@@ -222,7 +222,7 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s) {
 
     norm(out, "ffn_norm", m, d);
     enter_tp_region(out.comms, s, full_act);
-    feed_forward(out, m, s, d);
+    feed_forward(out, m, s, d, kind);
     leave_tp_region(out.comms, s, full_act);
     residual(out, "ffn_residual", m, d);
     return out;

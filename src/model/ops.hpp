@@ -73,8 +73,8 @@ struct LayerOps {
     double input_bytes = 0;  // the block's input activation: what full recompute keeps
 };
 
-// One transformer block.
-LayerOps layer_ops(const ModelSpec& m, const LayerShape& s);
+// One transformer block of kind `kind` (dense FFN or mixture of experts).
+LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind);
 // Token embedding (first pipeline stage).
 LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s);
 // Final norm, LM head and loss (last pipeline stage). `with_loss`: training only.

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <limits>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <tuple>
 
@@ -88,7 +89,9 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     for (int64_t z = 0; z <= 3; ++z)
         if (allowed(f.zero, z)) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
-    const int64_t ffn = m.moe.enabled() ? m.moe.expert_ffn_hidden : m.ffn_hidden;
+    // Every kind of block must split evenly: the FFN width of each kind present.
+    int64_t ffn = 0;
+    for (const LayerKind k : layer_kinds(m)) ffn = std::gcd(ffn, k == LayerKind::moe ? m.moe.expert_ffn_hidden : m.ffn_hidden);
 
     struct Group {
         size_t begin, end;

@@ -18,6 +18,19 @@ struct BlockCost {
     double core_saved_bytes = 0;  // of which dropped by selective recompute
     double input_bytes = 0;       // the block's input: all that full recompute keeps
 
+    // Adds n blocks of `o` (the blocks of a pipeline stage, of several kinds).
+    BlockCost& add(const BlockCost& o, double n) {
+        for (double BlockCost::*f : {&BlockCost::fwd_s, &BlockCost::bwd_s, &BlockCost::recompute_s, &BlockCost::fwd_flop,
+                                     &BlockCost::bwd_flop, &BlockCost::recompute_flop, &BlockCost::model_flop,
+                                     &BlockCost::fwd_wall_s, &BlockCost::bwd_wall_s, &BlockCost::saved_bytes,
+                                     &BlockCost::core_saved_bytes, &BlockCost::input_bytes})
+            this->*f += n * (o.*f);
+        for (size_t g = 0; g < kGroups; ++g) {
+            comm_link_s[g] += n * o.comm_link_s[g];
+            comm_exposed_s[g] += n * o.comm_exposed_s[g];
+        }
+        return *this;
+    }
     [[nodiscard]] double exposed_comm_s() const {
         double t = 0;
         for (double x : comm_exposed_s) t += x;

@@ -20,8 +20,10 @@ struct StageParams {
 
 StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p) {
     const double tp = as_d(p.tp);
-    const double expert_layer = pc.per_layer_experts / (tp * as_d(p.ep));
-    const double layer = (pc.per_layer - pc.per_layer_experts) / tp + expert_layer;
+    // The model's average block (its mix of dense and MoE blocks).
+    const double per_layer = pc.blocks(&LayerParams::total) / as_d(m.layers);
+    const double expert_layer = pc.blocks(&LayerParams::experts) / as_d(m.layers) / (tp * as_d(p.ep));
+    const double layer = (per_layer - pc.blocks(&LayerParams::experts) / as_d(m.layers)) / tp + expert_layer;
     const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));
     const double embed = pc.embedding / tp;
     // A tied output layer keeps its own copy of the word embedding on the last stage.
@@ -76,7 +78,8 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     const CommSpans spans = place_groups(p, c.system);
     const double ov = c.training.tp_overlap;
     LayerCosts out;
-    out.layer = cost_block(layer_ops(c.model, shape), c.system, ctx, spans, p.recompute, ov);
+    for (const LayerKind k : layer_kinds(c.model))
+        out.layer[idx(k)] = cost_block(layer_ops(c.model, shape, k), c.system, ctx, spans, p.recompute, ov);
     out.embedding = cost_block(embedding_ops(c.model, shape), c.system, ctx, spans, Recompute::none, ov);
     out.head = cost_block(head_ops(c.model, shape, true), c.system, ctx, spans, Recompute::none, ov);
     return out;
@@ -95,8 +98,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
     const CommSpans spans = place_groups(p, sys);
 
+    // The model's average block (its mix of kinds); every stage is costed as `layers` of them.
+    const ParamCount pc = count_params(m);
+    BlockCost L;
+    for (size_t k = 0; k < kLayerKinds; ++k) L.add(lc.layer[k], as_d(pc.layers[k]) / as_d(m.layers));
     // Per micro-batch on the slowest stage: the first holds the embedding, the last the head.
-    const BlockCost& L = lc.layer;
     const BlockCost& first = lc.embedding;
     const BlockCost& last = lc.head;
     const bool single = p.pp == 1;
@@ -140,7 +146,6 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     }
 
     // Data parallelism over dp x cp replicas: gradient reduction, parameter gathers (ZeRO).
-    const ParamCount pc = count_params(m);
     const StageParams sp = stage_params(m, pc, p);
     const double params = std::max(sp.first, sp.last);
     const double wbytes = stored_weight_bytes(t.precision);
@@ -210,7 +215,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double peak = sys.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
     r.mfu = peak > 0 ? r.model_flop_per_step / peak : 0;
     r.hfu = peak > 0 ? (r.model_flop_per_step + recompute_flop) / peak : 0;
-    r.params_total = pc.total(m.layers);
+    r.params_total = pc.total();
 
     // Memory of the first and last stages; the larger is the peak.
     const double in_flight = std::min(pp, mb);

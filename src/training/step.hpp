@@ -60,7 +60,8 @@ struct TrainResult {
 // Everything that depends only on how one layer is cut: (tp, cp, ep, sp, micro-batch,
 // recompute, precision). Search computes it once and reuses it across pp, dp, vp and zero.
 struct LayerCosts {
-    BlockCost layer, embedding, head;
+    std::array<BlockCost, kLayerKinds> layer{};  // one block of each kind the model holds
+    BlockCost embedding, head;
 };
 
 struct TrainContext {
