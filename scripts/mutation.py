@@ -366,16 +366,20 @@ class Suite:
 
 
 class Worker:
-    def __init__(self, root: Path, work: Path, build_type: str, build_jobs: int):
-        self.root, self.work, self.build = root, work, work / "build"
+    def __init__(self, root: Path, work: Path, build_type: str, build_jobs: int, build: Path | None = None):
+        self.root, self.work, self.build = root, work, build or work / "build"
         self.build_type, self.build_jobs = build_type, build_jobs
         self.suite: Suite | None = None
 
     def prepare(self) -> str | None:
-        self.work.mkdir(parents=True, exist_ok=True)
-        sync_tree(self.root, self.work)
+        if self.work == self.root:  # --in-place: the checkout's own configured build tree
+            if not (self.build / "CMakeCache.txt").exists():
+                return f"--in-place: {self.build} is not a configured build tree (run `make build` first)"
+        else:
+            self.work.mkdir(parents=True, exist_ok=True)
+            sync_tree(self.root, self.work)
         if not (self.build / "CMakeCache.txt").exists():
-            rc, out = run(["cmake", "-S", ".", "-B", "build", f"-DCMAKE_BUILD_TYPE={self.build_type}",
+            rc, out = run(["cmake", "-S", ".", "-B", str(self.build), f"-DCMAKE_BUILD_TYPE={self.build_type}",
                            "-DSCALEMODEL_BENCH=OFF"], self.work)
             if rc != 0:
                 return "configure failed:\n" + out[-3000:]
@@ -386,7 +390,7 @@ class Worker:
         return None
 
     def compile(self, targets: list[str], timeout: float | None = 600):
-        return run(["cmake", "--build", "build", "-j", str(self.build_jobs), "--target", *targets], self.work, timeout)
+        return run(["cmake", "--build", str(self.build), "-j", str(self.build_jobs), "--target", *targets], self.work, timeout)
 
     def test(self, timeout: float, build_cli: bool = False) -> tuple[str, str]:
         """('pass'|'fail'|'timeout'|'stillborn', which test). The CLI and the other test
@@ -485,6 +489,9 @@ def main() -> int:
     ap.add_argument("--build-type", default="Release")
     ap.add_argument("--timeout-factor", type=float, default=3.0, help="per-mutant test timeout: factor x baseline + 10 s")
     ap.add_argument("--quiet", action="store_true", help="no line per mutant")
+    ap.add_argument("--in-place", metavar="BUILD_DIR", default=None,
+                    help="mutate the checkout itself and rebuild BUILD_DIR (an already built tree) instead of a copy: "
+                         "no build of its own, one worker; each file is restored after its mutant (CI uses it)")
     args = ap.parse_args()
 
     root = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], stdout=subprocess.PIPE,
@@ -532,9 +539,12 @@ def main() -> int:
     except OSError:
         print(f"mutation: another run is using {out_dir}; wait for it or pass --out", file=sys.stderr)
         return 2
-    jobs = max(1, min(args.jobs, len({m.file for m in todo}) or 1))
+    jobs = 1 if args.in_place else max(1, min(args.jobs, len({m.file for m in todo}) or 1))
     build_jobs = max(1, (os.cpu_count() or 1) // jobs)  # one worker alone may use every core
-    workers = [Worker(root, out_dir / f"work-{i}", args.build_type, build_jobs) for i in range(jobs)]
+    if args.in_place:
+        workers = [Worker(root, root, args.build_type, build_jobs, (root / args.in_place).resolve())]
+    else:
+        workers = [Worker(root, out_dir / f"work-{i}", args.build_type, build_jobs) for i in range(jobs)]
     t_start = time.monotonic()
     print(f"mutation: {len(everything)} mutants generated in {len(files)} files; {len(chosen)} selected "
           f"({len(chosen) - len(todo)} known equivalent); {jobs} worker(s) in {out_dir}", flush=True)
@@ -596,6 +606,8 @@ def main() -> int:
     [t.start() for t in threads]
     [t.join() for t in threads]
     elapsed = time.monotonic() - t_mut
+    if args.in_place:  # leave the build tree as the restored sources describe it
+        workers[0].compile([ALL_TARGETS])
     return report(root, out_dir, everything, chosen, equivalents, all_ids, elapsed, jobs, args)
 
 
