@@ -242,9 +242,16 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
         c.dataset = dataset;
         c.source = field(row, "source");
         c.measured = measured;
+        c.family = accelerator_family(s->system.accel.name);
+        c.precision = std::string(to_string(training ? s->training.precision : s->inference.precision));
         if (training) {
             c.metric = "step_time_s";
-            c.predicted = evaluate_training({s->model, s->system, s->training}, s->parallel).step_time_s;
+            const TrainResult t = evaluate_training({s->model, s->system, s->training}, s->parallel);
+            c.predicted = t.step_time_s;
+            const TrainBreakdown& b = t.breakdown;
+            const double comm = b.tp_comm_exposed_s + b.pp_comm_exposed_s + b.dp_comm_exposed_s + b.cp_comm_exposed_s +
+                                b.ep_comm_exposed_s;
+            c.comm_share = t.step_time_s > 0 ? comm / t.step_time_s : 0.0;
             c.layout = layout_of(row);
         } else {
             c.metric = "e2e_latency_s";
@@ -279,6 +286,27 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         all.rows += r->rows;
     }
     return all;
+}
+
+std::string accelerator_family(const std::string& accelerator_name) {
+    static const std::pair<const char*, const char*> kFamilies[] = {
+        {"A100", "Ampere"}, {"H100", "Hopper"}, {"H200", "Hopper"}, {"B200", "Blackwell"},
+        {"B300", "Blackwell Ultra"}, {"MI300X", "CDNA3"}};
+    const std::string chip = accelerator_name.substr(0, accelerator_name.find('-'));
+    for (const auto& [prefix, family] : kFamilies)
+        if (chip == prefix) return family;
+    return chip;
+}
+
+std::map<std::string, std::string> builtin_row_analysis() {
+    std::map<std::string, std::string> out;
+    for (const auto& f : embedded_validation_analysis()) {
+        const Json j = Json::parse(f.text, nullptr, false);
+        if (!j.is_object() || !j.contains("rows") || !j["rows"].is_object()) continue;
+        for (const auto& [id, text] : j["rows"].items())
+            if (text.is_string()) out[id] = text.get<std::string>();
+    }
+    return out;
 }
 
 ValidationSummary summarize(const std::vector<ValidationCase>& cases) {

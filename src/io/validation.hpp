@@ -20,7 +20,20 @@ struct ValidationCase {
     double predicted = 0;
     double error = 0;  // (predicted - measured) / measured
     std::string layout;
+    // Regimes the error is reported by: the accelerator's generation, the math precision, and
+    // the share of the predicted step (or latency) that is exposed communication.
+    std::string family;
+    std::string precision;
+    double comm_share = -1;  // training rows; -1: not classified (inference)
 };
+
+// Communication-bound: exposed communication is at least this share of the predicted time.
+inline constexpr double kCommBoundShare = 0.15;
+// The accelerator generation of a system: "Ampere", "Hopper", "Blackwell", ... from its name.
+std::string accelerator_family(const std::string& accelerator_name);
+// The author's explanations of rows' errors (id -> one line), from data/validation/analysis.json:
+// documentation only, never read by the model.
+std::map<std::string, std::string> builtin_row_analysis();
 
 struct ValidationSummary {
     size_t count = 0;
