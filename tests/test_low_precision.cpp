@@ -135,6 +135,22 @@ TEST(OutputLayer, StaysInBf16UnderFp8Training) {
     for (const Op& op : head_ops(m, s, false).ops) EXPECT_FALSE(op.keep_activation_precision) << op.name;  // serving
 }
 
+TEST(Fp8Recipe, ScenarioFieldReachesTheCostsAndRejectsUnknownRecipes) {
+    const std::string base = R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100"},
+        "parallel": {"dp": 8}, "training": {"global_batch": 8, "precision": "fp8")";
+    const Scenario d = testing::scenario(base + "}}");
+    const Scenario c = testing::scenario(base + R"(, "fp8_recipe": "current"}})");
+    EXPECT_EQ(d.training.fp8_recipe, Fp8Recipe::delayed);
+    EXPECT_EQ(training_cost_context(c.training).fp8_recipe, Fp8Recipe::current);
+    EXPECT_GT(evaluate_training({c.model, c.system, c.training}, c.parallel).step_time_s,
+              evaluate_training({d.model, d.system, d.training}, d.parallel).step_time_s);
+    auto doc = parse_scenario_text(base + R"(, "fp8_recipe": "mx"}})", "t");
+    ASSERT_TRUE(doc.ok());
+    const auto bad = build_scenario(doc.value(), Purpose::train);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("training.fp8_recipe"), std::string::npos) << bad.error().message();
+}
+
 // Properties over random compute-bound GEMMs on a Blackwell node at equal efficiency for every
 // width: fewer bits never slower (casts included), a faster clock never slower.
 TEST(LowPrecisionProperties, NarrowerIsNeverSlowerAndFasterClockNeverSlower) {
