@@ -24,6 +24,14 @@ CostContext low(Precision p, Fp8Recipe r = Fp8Recipe::delayed) {
     return c;
 }
 
+Op weight_gemm(const GemmShape& g) {
+    Op op;
+    op.kind = OpKind::gemm;
+    op.weight = true;
+    op.gemm = g;
+    return op;
+}
+
 TEST(Quantisation, DelayedScalingIsOneCastPass) {
     // Forward: read X in bf16 (2 B), write X in fp8 (1 B). Backward: read G (2 B), write G and
     // its transpose (2 x 1 B); write the transposed X (1 B).
@@ -55,10 +63,7 @@ TEST(Quantisation, Nvfp4IsHalfBytesPlusE4m3ScalesPer16AndAnAmaxPass) {
 TEST(Quantisation, CurrentScalingCostsAnExtraKernelAndItsTraffic) {
     SystemSpec sys = testing::round_system();
     sys.eff.kernel_latency_s = 1e-6;
-    Op op;
-    op.kind = OpKind::gemm;
-    op.weight = true;
-    op.gemm = kG;
+    const Op op = weight_gemm(kG);
     const OpCost d = cost_op(op, sys, low(Precision::fp8));
     const OpCost c = cost_op(op, sys, low(Precision::fp8, Fp8Recipe::current));
     // 1 TB/s at full efficiency: the amax pass reads 8,388,608 B forward (+ one kernel).
@@ -94,10 +99,7 @@ TEST(LowPrecisionGemm, PresetWithout4bitValueTakesThe8bitOne) {
 
 TEST(ClockFraction, ScalesEveryPeak) {
     SystemSpec sys = testing::round_system();
-    Op op;
-    op.kind = OpKind::gemm;
-    op.weight = true;
-    op.gemm = {65536, 65536, 65536, 1};  // compute-bound on the round machine
+    const Op op = weight_gemm({65536, 65536, 65536, 1});  // compute-bound on the round machine
     const double t1 = cost_op(op, sys, CostContext{}).fwd_s;
     EXPECT_DOUBLE_EQ(t1, 2.0 * 65536.0 * 65536 * 65536 / 1e15);
     sys.eff.clock_fraction = 0.8;
@@ -112,10 +114,7 @@ TEST(ClockFraction, ScalesEveryPeak) {
 
 TEST(OutputLayer, StaysInBf16UnderFp8Training) {
     SystemSpec sys = testing::system_preset("dgx-h100");
-    Op head;
-    head.kind = OpKind::gemm;
-    head.weight = true;
-    head.gemm = {8192, 16032, 8192, 1};
+    Op head = weight_gemm({8192, 16032, 8192, 1});
     head.keep_activation_precision = true;
     Op plain = head;
     plain.keep_activation_precision = false;
@@ -159,10 +158,7 @@ TEST(LowPrecisionProperties, NarrowerIsNeverSlowerAndFasterClockNeverSlower) {
     std::mt19937_64 rng(8);
     std::uniform_int_distribution<int> dim(4096, 32768);
     for (int i = 0; i < 200; ++i) {
-        Op op;
-        op.kind = OpKind::gemm;
-        op.weight = true;
-        op.gemm = {static_cast<double>(dim(rng)), static_cast<double>(dim(rng)), static_cast<double>(dim(rng)), 1};
+        const Op op = weight_gemm({static_cast<double>(dim(rng)), static_cast<double>(dim(rng)), static_cast<double>(dim(rng)), 1});
         auto total = [&](const CostContext& c, const SystemSpec& s) {
             const OpCost o = cost_op(op, s, c);
             return o.fwd_s + o.bwd_s;
