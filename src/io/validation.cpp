@@ -292,7 +292,7 @@ std::string accelerator_family(const std::string& accelerator_name) {
     static const std::pair<const char*, const char*> kFamilies[] = {
         {"A100", "Ampere"}, {"H100", "Hopper"}, {"H200", "Hopper"}, {"B200", "Blackwell"},
         {"B300", "Blackwell Ultra"}, {"MI300X", "CDNA3"}};
-    const std::string chip = accelerator_name.substr(0, accelerator_name.find('-'));
+    std::string chip = accelerator_name.substr(0, accelerator_name.find('-'));
     for (const auto& [prefix, family] : kFamilies)
         if (chip == prefix) return family;
     return chip;
