@@ -48,7 +48,7 @@ inline SystemSpec round_system() {
     s.scale_up = {100e9, 0, 1};
     s.scale_out = {10e9, 0, 1};
     s.eff = Efficiency{};
-    s.eff.gemm_max = s.eff.gemm_max_8bit = s.eff.attention_max = s.eff.memory_max = 1;
+    s.eff.gemm_max = s.eff.gemm_max_8bit = s.eff.gemm_max_4bit = s.eff.attention_max = s.eff.memory_max = 1;
     s.eff.gemm_half_dim = s.eff.gemm_half_tokens = s.eff.memory_half_bytes = 0;
     s.eff.kernel_latency_s = 0;
     s.eff.overlap_interference = 0;

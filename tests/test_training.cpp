@@ -199,8 +199,10 @@ TEST(Validation, EveryTrainingRowEvaluatesFinitely) {
         EXPECT_TRUE(std::isfinite(c.predicted) && c.predicted > 0) << c.id;
         training += c.metric == "step_time_s" ? 1 : 0;
     }
-    EXPECT_EQ(training, 26u + 109u);
-    for (const auto& s : rep.skipped) ADD_FAILURE() << "skipped: " << s;
+    // training.csv, vTrain, and the rows of training_nvidia_2025 whose inputs were published and
+    // whose model the tool can express (the rest are skipped with their reason, checked in
+    // test_validation_thresholds.cpp).
+    EXPECT_EQ(training, 26u + 109u + 88u);
 }
 
 }  // namespace

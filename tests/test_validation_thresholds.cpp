@@ -27,9 +27,13 @@ struct Gate {
     double mean, worst;
 };
 
+// training_nvidia_2025.csv: rows evaluated (the others are skipped with their reason).
+constexpr size_t kNvidia2025Rows = 88;
+
 constexpr Gate kGates[] = {
     {"imec", 22, 0.045, 0.108},     {"korthikanti", 9, 0.039, 0.081}, {"narayanan", 10, 0.067, 0.157},
     {"nemo2407", 7, 0.070, 0.144},  {"vtrain", 109, 0.103, 0.446},
+    {"dgxc", kNvidia2025Rows, 0.066, 0.255},
 };
 
 const ValidationReport& report() {
@@ -44,9 +48,13 @@ std::map<std::string, std::vector<ValidationCase>> by_set() {
     return sets;
 }
 
-TEST(ValidationThresholds, NoRowIsSkipped) {
-    EXPECT_TRUE(report().skipped.empty()) << report().skipped.front();
-    EXPECT_EQ(report().cases.size(), 157u);
+// Every row of the older sets runs; training_nvidia_2025 skips rows whose inputs were not
+// published (recompute, ...) or whose model the tool cannot express yet, each with its reason.
+TEST(ValidationThresholds, OnlyUnpublishedOrInexpressibleRowsAreSkipped) {
+    for (const std::string& s : report().skipped)
+        EXPECT_TRUE(s.rfind("dgxc-", 0) == 0 || s.rfind("nemo2504-", 0) == 0 || s.rfind("nemo2507-", 0) == 0 || s.rfind("nemo-longseq-", 0) == 0) << s;
+    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows);
+    EXPECT_EQ(report().rows, 157u + 228u);
 }
 
 TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -21,6 +23,28 @@ std::map<std::string, std::vector<ValidationCase>> by_family(const std::vector<V
     return g;
 }
 
+// The regimes docs/VALIDATION.md reports error by: accelerator generation, math precision, and
+// (training rows) whether exposed communication is at least kCommBoundShare of the step.
+using Groups = std::map<std::string, std::vector<ValidationCase>>;
+std::vector<std::pair<std::string, Groups>> by_regime(const std::vector<ValidationCase>& cases) {
+    Groups family, precision, comm;
+    for (const auto& c : cases) {
+        family[c.family].push_back(c);
+        precision[c.precision].push_back(c);
+        if (c.comm_share >= 0)
+            comm[c.comm_share >= kCommBoundShare ? "communication-bound" : "compute-bound"].push_back(c);
+    }
+    return {{"accelerator", family}, {"precision", precision}, {"training regime", comm}};
+}
+
+// Rows by |error|, largest first.
+std::vector<ValidationCase> worst_rows(std::vector<ValidationCase> cases, size_t n) {
+    std::stable_sort(cases.begin(), cases.end(),
+                     [](const ValidationCase& a, const ValidationCase& b) { return std::fabs(a.error) > std::fabs(b.error); });
+    if (cases.size() > n) cases.resize(n);
+    return cases;
+}
+
 Json report_json(const ValidationReport& rep) {
     Json cases = Json::array();
     for (const auto& c : rep.cases)
@@ -32,8 +56,11 @@ Json report_json(const ValidationReport& rep) {
     };
     Json groups = Json::object();
     for (const auto& [name, cs] : by_family(rep.cases)) groups[name] = summary_json(summarize(cs));
+    Json regimes = Json::object();
+    for (const auto& [kind, gs] : by_regime(rep.cases))
+        for (const auto& [name, cs] : gs) regimes[kind][name] = summary_json(summarize(cs));
     return Json{{"cases", cases}, {"summary", summary_json(summarize(rep.cases))}, {"groups", groups},
-                {"skipped", rep.skipped}};
+                {"regimes", regimes}, {"skipped", rep.skipped}};
 }
 
 std::string report_csv(const ValidationReport& rep) {
@@ -62,6 +89,30 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
         }
         o += fmt::format("| **all** | {} | {:.1f}% | {:.1f}% | {} |\n\n", all.count, 100 * all.mean_abs_error,
                          100 * all.max_abs_error, all.worst_id);
+        o += fmt::format("## Error by regime\n\nEvery evaluated row by its accelerator generation, its math precision and, for training\n"
+                         "rows, its regime: communication-bound when the predicted exposed communication (tensor-,\n"
+                         "pipeline-, data-, context- and expert-parallel time not hidden behind compute) is at least\n"
+                         "{:.0f}% of the predicted step time, compute-bound below.\n\n",
+                         100 * kCommBoundShare);
+        for (const auto& [kind, gs] : by_regime(rep.cases)) {
+            o += "| " + kind + " | rows | mean abs error | worst abs error | worst row |\n|---|---:|---:|---:|---|\n";
+            for (const auto& [name, cs] : gs) {
+                const auto s = summarize(cs);
+                o += fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {} |\n", name, s.count, 100 * s.mean_abs_error,
+                                 100 * s.max_abs_error, s.worst_id);
+            }
+            o += "\n";
+        }
+        const auto analysis = builtin_row_analysis();
+        o += "## Worst rows\n\nThe rows with the largest errors, with the author's analysis of each (data/validation/analysis.json;\n"
+             "documentation only, the model never reads it).\n\n| id | error | exposed comm | analysis |\n|---|---:|---:|---|\n";
+        for (const auto& c : worst_rows(rep.cases, 12)) {
+            const auto it = analysis.find(c.id);
+            o += fmt::format("| {} | {} | {} | {} |\n", printable(c.id), pct(c.error),
+                             c.comm_share >= 0 ? fmt::format("{:.0f}%", 100 * c.comm_share) : "-",
+                             it == analysis.end() ? "(not analysed yet)" : it->second);
+        }
+        o += "\n";
         for (const auto& [name, cs] : groups) {
             o += fmt::format("## {}\n\nSource: {}\n\n| id | layout | measured | predicted | error |\n|---|---|---:|---:|---:|\n",
                              name, cs.front().source);

@@ -22,6 +22,21 @@ std::optional<Precision> parse_precision(std::string_view s) {
     return std::nullopt;
 }
 
+std::string_view to_string(Fp8Recipe r) {
+    switch (r) {
+        case Fp8Recipe::delayed: return "delayed";
+        case Fp8Recipe::current: return "current";
+        case Fp8Recipe::mxfp8: return "mxfp8";
+    }
+    return "?";
+}
+
+std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) {
+    for (Fp8Recipe r : {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::mxfp8})
+        if (to_string(r) == s) return r;
+    return std::nullopt;
+}
+
 double bytes_per_element(Precision p) {
     switch (p) {
         case Precision::fp32:

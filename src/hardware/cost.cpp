@@ -17,7 +17,7 @@ constexpr double kAttentionBwdFlopRatio = 2.5;
 }  // namespace
 
 double gemm_efficiency(const GemmShape& g, const Efficiency& eff, double operand_bytes) {
-    const double max = operand_bytes < 2 ? eff.gemm_max_8bit : eff.gemm_max;
+    const double max = operand_bytes < 1 ? eff.gemm_max_4bit : operand_bytes < 2 ? eff.gemm_max_8bit : eff.gemm_max;
     return max * dim_utilisation(g.m, eff.gemm_half_tokens) * dim_utilisation(g.n, eff.gemm_half_dim) *
            dim_utilisation(g.k, eff.gemm_half_dim);
 }
@@ -43,10 +43,36 @@ double roofline_s(double flop, double rate, double bytes, const SystemSpec& sys)
 // activation format, bf16/fp16, even under fp8 GEMMs.
 double attention_peak(const SystemSpec& sys, const CostContext& ctx) {
     const Precision p = ctx.act_bytes >= 4 ? Precision::tf32 : Precision::bf16;
-    return sys.accel.matrix_peak(p).value_or(sys.accel.matrix_peak(ctx.math).value_or(0));
+    return sys.accel.matrix_peak(p) ? sustained_matrix_peak(sys, p) : sustained_matrix_peak(sys, ctx.math);
+}
+
+// An op that keeps the activation format under low-precision training (Transformer Engine's
+// output layer): 16-bit math on 16-bit operands and weights, no casts.
+CostContext at_activation_precision(CostContext ctx) {
+    if (ctx.operand_bytes >= ctx.act_bytes) return ctx;
+    ctx.math = ctx.act_bytes >= 4 ? Precision::fp32 : Precision::bf16;
+    ctx.operand_bytes = ctx.weight_bytes = ctx.act_bytes;
+    return ctx;
 }
 
 }  // namespace
+
+double sustained_matrix_peak(const SystemSpec& sys, Precision p) {
+    return sys.accel.matrix_peak(p).value_or(0) * sys.eff.clock_fraction;
+}
+
+Quantisation quantisation(const CostContext& ctx) {
+    // NVFP4 (NVIDIA, "Pretraining LLMs with NVFP4", arXiv:2509.25149): one E4M3 scale per 16
+    // elements under a per-tensor fp32 scale, which needs the tensor's amax first.
+    if (ctx.operand_bytes < 1) return {true, 1.0 / 16};
+    if (ctx.operand_bytes >= ctx.act_bytes) return {};
+    switch (ctx.fp8_recipe) {
+        case Fp8Recipe::delayed: return {};
+        case Fp8Recipe::current: return {true, 0};
+        case Fp8Recipe::mxfp8: return {false, 1.0 / 32};  // OCP MX: one E8M0 byte per 32 elements
+    }
+    return {};
+}
 
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
                    const SystemSpec& sys) {
@@ -54,17 +80,25 @@ double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_
     return roofline_s(gemm_flop(g), peak * gemm_efficiency(g, sys.eff, a_bytes), gemm_bytes(g, a_bytes, b_bytes, c_bytes), sys);
 }
 
+// Forward: read the input X[m,k], write its quantised copy (and scales); an amax pass reads X
+// once more. Backward: read the gradient G[m,n], write it quantised and transposed (and
+// scales), an amax pass reads G once more; the transposed X for the weight gradient is written.
 double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx) {
     if (ctx.operand_bytes >= ctx.act_bytes) return 0;
-    return g.batch * g.m * g.k * (ctx.act_bytes + ctx.operand_bytes);
+    const Quantisation q = quantisation(ctx);
+    const double x = g.batch * g.m * g.k;
+    return x * (ctx.act_bytes + ctx.operand_bytes + q.scale_bytes) + (q.amax_pass ? x * ctx.act_bytes : 0.0);
 }
 
 double cast_bytes_bwd(const GemmShape& g, const CostContext& ctx) {
     if (ctx.operand_bytes >= ctx.act_bytes) return 0;
-    return g.batch * (g.m * g.n * (ctx.act_bytes + 2.0 * ctx.operand_bytes) + g.m * g.k * ctx.operand_bytes);
+    const Quantisation q = quantisation(ctx);
+    const double x = g.batch * g.m * g.k, grad = g.batch * g.m * g.n, copy = ctx.operand_bytes + q.scale_bytes;
+    return grad * (ctx.act_bytes + 2.0 * copy) + x * copy + (q.amax_pass ? grad * ctx.act_bytes : 0.0);
 }
 
-OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
+OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
+    const CostContext ctx = op.keep_activation_precision ? at_activation_precision(given) : given;
     OpCost c;
     const double lat = sys.eff.kernel_latency_s;
     switch (op.kind) {
@@ -75,7 +109,7 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             // score and value products (activation x activation, k = head_dim) are attention
             // kernels and run at the attention efficiency.
             const bool core = !op.weight;
-            const double peak = core ? attention_peak(sys, ctx) : sys.accel.matrix_peak(ctx.math).value_or(0);
+            const double peak = core ? attention_peak(sys, ctx) : sustained_matrix_peak(sys, ctx.math);
             const double a = core ? ctx.act_bytes : ctx.operand_bytes;
             const double b = op.weight ? ctx.weight_bytes : a;  // weights stream in their storage format
             const double out = ctx.act_bytes;
@@ -103,9 +137,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
             c.wgrad_bytes = gemm_bytes(wgrad, a, a, grad_out);
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
                 const double fwd_cast = cast_bytes_fwd(g, ctx);
-                c.fwd_s += memory_time_s(fwd_cast, sys) + lat;
+                const double kernels = quantisation(ctx).amax_pass ? 2.0 : 1.0;  // amax reduction, then cast
+                c.fwd_s += memory_time_s(fwd_cast, sys) + kernels * lat;
                 c.fwd_bytes += fwd_cast;
-                c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + lat;
+                c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + kernels * lat;
                 c.dgrad_bytes += cast_bytes_bwd(g, ctx);
             }
             c.bwd_s = c.dgrad_s + c.wgrad_s;
@@ -130,7 +165,7 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
         }
         case OpKind::elementwise: {
             // Vector-unit math against HBM traffic: nearly always memory-bound.
-            const double vec = sys.accel.vector_flop_per_s;
+            const double vec = sys.accel.vector_flop_per_s * sys.eff.clock_fraction;
             c.fwd_bytes = op.bytes;
             c.peak_flop_per_s = vec;
             c.fwd_compute_s = op.vector_flop / vec;

@@ -13,7 +13,17 @@ struct CostContext {
     double operand_bytes = 2; // GEMM A and B as the tensor cores read them
     double weight_bytes = 2;  // weights as stored in HBM
     double kv_bytes = 2;      // K/V cache elements
+    Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // scaling of 8-bit operands
 };
+
+// The scaling work that quantising one GEMM operand adds to its cast, per element.
+struct Quantisation {
+    bool amax_pass = false;      // a separate reduction reads the tensor once more before the cast
+    double scale_bytes = 0;      // block scales written per quantised element
+};
+Quantisation quantisation(const CostContext& ctx);
+// The matrix peak of precision p as the part sustains it (datasheet peak x clock_fraction).
+double sustained_matrix_peak(const SystemSpec& sys, Precision p);
 
 struct OpCost {
     double fwd_s = 0;
@@ -33,8 +43,8 @@ struct OpCost {
     double peak_flop_per_s = 0;
 };
 
-// Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` < 2 selects the
-// 8/4-bit tensor-core path.
+// Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` selects the 16-bit,
+// 8-bit (1 byte) or 4-bit (half a byte) tensor-core path.
 double gemm_efficiency(const GemmShape& g, const Efficiency& eff, double operand_bytes = 2);
 // HBM bytes of one GEMM (or batched GEMM): A and B read, C written, at the given element sizes.
 double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes);
@@ -42,7 +52,8 @@ double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_b
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes,
                    double peak_flop_per_s, const SystemSpec& sys);
 // Memory traffic of the casts around a low-precision weight GEMM (Transformer Engine quantises
-// the activation entering it and, in backward, the incoming gradient plus a transposed copy).
+// the activation entering it and, in backward, the incoming gradient plus a transposed copy),
+// with the scaling recipe's amax pass and block scales (see quantisation()).
 double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx);
 double cast_bytes_bwd(const GemmShape& g, const CostContext& ctx);
 // Time of a memory-bound kernel moving `bytes` through HBM.

@@ -14,8 +14,12 @@ struct Efficiency {
     double gemm_max = 0.8;             // large-GEMM fraction of matrix peak
     double gemm_half_dim = 96;         // an n or k (weight) dimension this size halves its utilisation
     double gemm_half_tokens = 8;       // the same for m (tokens): the kernel's M-tile granularity
-    double gemm_max_8bit = 0.8;        // large-GEMM fraction of the fp8/int8 (and 4-bit) peak
-    double attention_max = 0.6;        // fused-attention fraction of matrix peak
+    double gemm_max_8bit = 0.8;        // large-GEMM fraction of the fp8/int8 peak
+    double gemm_max_4bit = 0.8;        // large-GEMM fraction of the fp4/int4 peak
+    double attention_max = 0.6;        // fused-attention fraction of the 16-bit matrix peak
+    // Sustained clock under a training load over the clock the datasheet peaks are quoted at:
+    // scales every matrix and vector peak (power- and thermally-limited parts run below boost).
+    double clock_fraction = 1.0;
     double memory_max = 0.85;          // streaming fraction of HBM bandwidth
     double memory_half_bytes = 262144; // transfer size at which memory efficiency is half its max
     double kernel_latency_s = 4e-6;    // launch + tail per kernel

@@ -15,5 +15,7 @@ std::span<const EmbeddedFile> embedded_system_presets();
 std::span<const EmbeddedFile> embedded_validation_sets();
 // "<set>.context": overrides shared by every row of a set (its cluster and software).
 std::span<const EmbeddedFile> embedded_validation_contexts();
+// "analysis": the author's one-line explanations of rows' errors, shown in docs/VALIDATION.md.
+std::span<const EmbeddedFile> embedded_validation_analysis();
 
 }  // namespace sm

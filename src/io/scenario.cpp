@@ -178,6 +178,8 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         f.gemm_half_dim = e->number("gemm_half_dim", f.gemm_half_dim, 0.0, 1e6);
         f.gemm_half_tokens = e->number("gemm_half_tokens", f.gemm_half_tokens, 0.0, 1e6);
         f.gemm_max_8bit = e->number("gemm_max_8bit", f.gemm_max, 1e-3, 1.0);
+        f.gemm_max_4bit = e->number("gemm_max_4bit", f.gemm_max_8bit, 1e-3, 1.0);
+        f.clock_fraction = e->number("clock_fraction", f.clock_fraction, 0.1, 1.0);
         f.attention_max = e->number("attention_max", f.attention_max, 1e-3, 1.0);
         f.memory_max = e->number("memory_max", f.memory_max, 1e-3, 1.0);
         f.memory_half_bytes = e->number("memory_half_bytes", f.memory_half_bytes, 0.0, 1e12);
@@ -220,6 +222,7 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
     t.global_batch = r.integer("global_batch", p.dp * p.microbatch, 1, int64_t{1} << 30);
     t.precision = read_precision(r, "precision", Precision::bf16);
     t.grad_precision = *parse_precision(r.choice("grad_precision", "fp32", {"fp32", "bf16", "fp16"}));
+    t.fp8_recipe = *parse_fp8_recipe(r.choice("fp8_recipe", "delayed", {"delayed", "current", "mxfp8"}));
     t.dp_overlap = r.boolean("dp_overlap", t.dp_overlap);
     t.tp_overlap = r.number("tp_overlap", t.tp_overlap, 0.0, 1.0);
     t.pp_overlap = r.number("pp_overlap", t.pp_overlap, 0.0, 1.0);

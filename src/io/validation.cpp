@@ -52,7 +52,45 @@ std::string layout_of(const CsvRow& r) {
                        field(r, "mbs").empty() ? field(r, "batch") : field(r, "mbs"));
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t end = s.find(';', start);
+        if (end == std::string::npos) end = s.size();
+        std::string item = s.substr(start, end - start);
+        while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+        while (!item.empty() && item.back() == ' ') item.pop_back();
+        if (!item.empty()) out.push_back(item);
+        start = end + 1;
+    }
+    return out;
+}
+
+// The columns row_scenario reads, and the measured value a row is compared on.
+bool is_needed(const CsvRow& row, const std::string& column) {
+    static const char* const kInputs[] = {
+        "model",  "layers", "hidden",  "heads", "kv_heads", "ffn_hidden", "ffn_act", "vocab",
+        "seq_len", "system", "tp",     "pp",    "dp",       "cp",         "mbs",     "sequence_parallel",
+        "zero",   "recompute", "gbs",  "precision", "batch", "input_len", "output_len"};
+    if (column == "vp") return field(row, "pp") != "1";             // interleaving needs a pipeline
+    if (column == "ep" || column == "moe_experts" || column == "moe_top_k") return !field(row, "moe_experts").empty();
+    if (column == (is_training_row(row) ? "measured_step_time_s" : "measured_e2e_latency_s")) return true;
+    for (const char* c : kInputs)
+        if (column == c) return true;
+    return false;
+}
+
 }  // namespace
+
+std::string unpublished_inputs(const CsvRow& row) {
+    std::string missing;
+    for (const std::string& f : split_list(field(row, "unpublished_fields"))) {
+        if (!field(row, f.c_str()).empty() || !is_needed(row, f)) continue;
+        missing += (missing.empty() ? "" : ", ") + f;
+    }
+    return missing.empty() ? "" : printable(missing, 200) + " unpublished";
+}
 
 Expected<Json> row_scenario(const CsvRow& row) {
     Json model = Json::object();
@@ -92,6 +130,24 @@ Expected<Json> row_scenario(const CsvRow& row) {
     return doc;
 }
 
+namespace {
+
+// The list of "PATH=VALUE" strings under "overrides" (absent: empty); `path` names it in errors.
+std::vector<std::string> override_list(const Json& obj, const std::string& path) {
+    const char* key = "overrides";
+    std::vector<std::string> out;
+    if (!obj.contains(key)) return out;
+    const Json& list = obj[key];
+    if (!list.is_array()) fail(path, show(list), "a list of \"PATH=VALUE\" strings");
+    for (const Json& o : list) {
+        if (!o.is_string()) fail(path, show(o), "a \"PATH=VALUE\" string");
+        out.push_back(o.get<std::string>());
+    }
+    return out;
+}
+
+}  // namespace
+
 Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text, const std::string& origin) {
     const std::string where = origin.empty() ? "the context of " + printable(dataset) : origin;
     Expected<DatasetContext> c = capture([&] {
@@ -102,14 +158,26 @@ Expected<DatasetContext> parse_context(const std::string& dataset, std::string_v
         DatasetContext ctx;
         ctx.dataset = dataset;
         ctx.reason = r.text("reason", std::nullopt);
+        ctx.overrides = override_list(j.value(), "overrides");
         r.ignore("overrides");
-        const Json& list = j.value().contains("overrides") ? j.value()["overrides"] : Json::array();
-        if (!list.is_array()) fail("overrides", show(list), "a list of \"PATH=VALUE\" strings");
-        for (const Json& o : list) {
-            if (!o.is_string()) fail("overrides", show(o), "a \"PATH=VALUE\" string");
-            ctx.overrides.push_back(o.get<std::string>());
-        }
+        r.ignore("models");
         r.finish();
+        if (j.value().contains("models")) {
+            const Json& models = j.value()["models"];
+            if (!models.is_object()) fail("models", show(models), "an object: model name -> {overrides, unsupported, reason}");
+            for (const auto& [name, entry] : models.items()) {
+                const std::string path = "models." + printable(name);
+                if (!entry.is_object()) fail(path, show(entry), "an object {overrides, unsupported, reason}");
+                ObjectReader m(entry, path);
+                ModelContext mc;
+                mc.overrides = override_list(entry, path + ".overrides");
+                m.ignore("overrides");
+                mc.unsupported = m.text("unsupported", std::string());
+                mc.reason = m.text("reason", std::nullopt);
+                m.finish();
+                ctx.models[name] = std::move(mc);
+            }
+        }
         return ctx;
     });
     if (c) return c;
@@ -126,18 +194,31 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
                                           std::optional<std::string_view> context_json,
                                           const std::vector<std::string>& user_sets, const std::string& context_origin) {
     ValidationReport rep;
-    std::vector<std::string> sets;
+    DatasetContext ctx;
     if (context_json) {
         Expected<DatasetContext> c = parse_context(dataset, *context_json, context_origin);
         if (!c) return c.error();
-        sets = c->overrides;
+        ctx = c.value();
         rep.contexts.push_back(c.value());
     }
-    sets.insert(sets.end(), user_sets.begin(), user_sets.end());  // the user's word is last
     Expected<size_t> rows = for_each_csv_row(csv_text, kDatasetLimits, printable(dataset), [&](const CsvRow& row) {
         const std::string& id = field(row, "id");
         const std::string shown_id = printable(id, 200);  // a skipped row is one line of text, whatever its cell holds
         const bool training = is_training_row(row);
+        if (const std::string missing = unpublished_inputs(row); !missing.empty()) {
+            rep.skipped.push_back(shown_id + ": " + missing);
+            return;
+        }
+        // The set's overrides, then its model's, then the user's: the user's word is last.
+        std::vector<std::string> sets = ctx.overrides;
+        if (auto m = ctx.models.find(field(row, "model")); m != ctx.models.end()) {
+            if (!m->second.unsupported.empty()) {
+                rep.skipped.push_back(shown_id + ": " + m->second.unsupported);
+                return;
+            }
+            sets.insert(sets.end(), m->second.overrides.begin(), m->second.overrides.end());
+        }
+        sets.insert(sets.end(), user_sets.begin(), user_sets.end());
         Expected<Json> doc = row_scenario(row);
         if (doc) doc = apply_overrides(std::move(doc).value(), sets);
         if (!doc) {
@@ -161,9 +242,16 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
         c.dataset = dataset;
         c.source = field(row, "source");
         c.measured = measured;
+        c.family = accelerator_family(s->system.accel.name);
+        c.precision = std::string(to_string(training ? s->training.precision : s->inference.precision));
         if (training) {
             c.metric = "step_time_s";
-            c.predicted = evaluate_training({s->model, s->system, s->training}, s->parallel).step_time_s;
+            const TrainResult t = evaluate_training({s->model, s->system, s->training}, s->parallel);
+            c.predicted = t.step_time_s;
+            const TrainBreakdown& b = t.breakdown;
+            const double comm = b.tp_comm_exposed_s + b.pp_comm_exposed_s + b.dp_comm_exposed_s + b.cp_comm_exposed_s +
+                                b.ep_comm_exposed_s;
+            c.comm_share = t.step_time_s > 0 ? comm / t.step_time_s : 0.0;
             c.layout = layout_of(row);
         } else {
             c.metric = "e2e_latency_s";
@@ -198,6 +286,27 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         all.rows += r->rows;
     }
     return all;
+}
+
+std::string accelerator_family(const std::string& accelerator_name) {
+    static const std::pair<const char*, const char*> kFamilies[] = {
+        {"A100", "Ampere"}, {"H100", "Hopper"}, {"H200", "Hopper"}, {"B200", "Blackwell"},
+        {"B300", "Blackwell Ultra"}, {"MI300X", "CDNA3"}};
+    std::string chip = accelerator_name.substr(0, accelerator_name.find('-'));
+    for (const auto& [prefix, family] : kFamilies)
+        if (chip == prefix) return family;
+    return chip;
+}
+
+std::map<std::string, std::string> builtin_row_analysis() {
+    std::map<std::string, std::string> out;
+    for (const auto& f : embedded_validation_analysis()) {
+        const Json j = Json::parse(f.text, nullptr, false);
+        if (!j.is_object() || !j.contains("rows") || !j["rows"].is_object()) continue;
+        for (const auto& [id, text] : j["rows"].items())
+            if (text.is_string()) out[id] = text.get<std::string>();
+    }
+    return out;
 }
 
 ValidationSummary summarize(const std::vector<ValidationCase>& cases) {

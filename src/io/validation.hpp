@@ -1,5 +1,6 @@
 #pragma once
 // `scalemodel validate`: every row of a measured data set rebuilt as a scenario and predicted.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,20 @@ struct ValidationCase {
     double predicted = 0;
     double error = 0;  // (predicted - measured) / measured
     std::string layout;
+    // Regimes the error is reported by: the accelerator's generation, the math precision, and
+    // the share of the predicted step (or latency) that is exposed communication.
+    std::string family;
+    std::string precision;
+    double comm_share = -1;  // training rows; -1: not classified (inference)
 };
+
+// Communication-bound: exposed communication is at least this share of the predicted time.
+inline constexpr double kCommBoundShare = 0.15;
+// The accelerator generation of a system: "Ampere", "Hopper", "Blackwell", ... from its name.
+std::string accelerator_family(const std::string& accelerator_name);
+// The author's explanations of rows' errors (id -> one line), from data/validation/analysis.json:
+// documentation only, never read by the model.
+std::map<std::string, std::string> builtin_row_analysis();
 
 struct ValidationSummary {
     size_t count = 0;
@@ -30,10 +44,20 @@ struct ValidationSummary {
 
 // What every row of one data set shares (its cluster, its software), stated once with the
 // source's words for it: `--set` overrides applied to each row of that set.
+// Rows of one model may need more: architecture details the CSV holds only in its notes, given
+// as `--set`s (fields that exist), or a feature the tool cannot express yet (`unsupported`:
+// those rows are skipped with that reason instead of being evaluated as a different model).
+struct ModelContext {
+    std::vector<std::string> overrides;
+    std::string unsupported;
+    std::string reason;
+};
+
 struct DatasetContext {
     std::string dataset;
     std::vector<std::string> overrides;
     std::string reason;
+    std::map<std::string, ModelContext> models;  // by the CSV's `model` cell
 };
 
 struct ValidationReport {
@@ -47,6 +71,12 @@ struct ValidationReport {
 Expected<DatasetContext> parse_context(const std::string& dataset, std::string_view json_text, const std::string& origin = {});
 // What a data set's context file is called beside NAME.csv: NAME.context.json.
 std::string context_path_for(const std::string& dataset_path);
+// Why a row cannot be evaluated because an input it needs was not published: the fields listed in
+// its `unpublished_fields` (a ';' list) whose cell is empty and that the model reads, as
+// "recompute unpublished" (empty when none). A listed field whose cell is filled anyway is the
+// data set's documented assumption (see its notes) and is used; `measured_peak_mem_gib` and
+// `measured_tokens_per_s_per_gpu` are never needed (the step time or latency is compared).
+std::string unpublished_inputs(const CsvRow& row);
 // The bounds on a data set read from a user (published sets hold tens of rows).
 inline constexpr CsvLimits kDatasetLimits{10000, 1000};
 

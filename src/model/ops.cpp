@@ -246,6 +246,9 @@ LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
     out.ops.push_back(gemm_op("lm_head", d.tokens, v, d.h, d.tokens_sp * d.h * d.e));
+    // Training keeps the output layer in bf16 under fp8/fp4 (see Op); a serving engine's choice
+    // is its weight_precision.
+    out.ops.back().keep_activation_precision = with_loss;
     if (with_loss) {
         // Vocabulary-parallel cross-entropy in fp32: the softmax is kept for backward.
         const double logits = d.tokens * v;

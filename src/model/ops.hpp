@@ -35,6 +35,9 @@ struct Op {
     double saved_bytes = 0;
     double core_saved_bytes = 0;
     bool attention_core = false;  // re-run in backward under selective recompute
+    // Runs in the activation format (bf16) even when the other GEMMs run in fp8/fp4: Transformer
+    // Engine quantises only the layers built from its modules, and Megatron's output layer is not one.
+    bool keep_activation_precision = false;
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };

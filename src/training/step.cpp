@@ -53,6 +53,7 @@ CostContext training_cost_context(const TrainingSpec& t) {
     ctx.operand_bytes = bytes_per_element(t.precision);
     ctx.weight_bytes = ctx.operand_bytes;
     ctx.kv_bytes = ctx.act_bytes;
+    ctx.fp8_recipe = t.fp8_recipe;
     return ctx;
 }
 

@@ -11,6 +11,7 @@ struct TrainingSpec {
     int64_t global_batch = 1;                 // sequences per optimizer step
     Precision precision = Precision::bf16;    // matrix math
     Precision grad_precision = Precision::fp32;  // Megatron accumulates main grads in fp32
+    Fp8Recipe fp8_recipe = Fp8Recipe::delayed;   // Transformer Engine's default DelayedScaling
     bool dp_overlap = true;         // gradient reduction overlaps the last micro-batch's backward
     double tp_overlap = 0.0;        // fraction of blocking TP communication hidden (TE userbuffers)
     double pp_overlap = 0.0;        // fraction of pipeline p2p hidden behind compute
