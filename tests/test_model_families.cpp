@@ -268,6 +268,7 @@ TEST(ModelFamilies, LoraDropsTheWeightGradientGemms) {
     LayerShape s = tokens(2, 32);
     const BlockCost full = cost_block(layer_ops(m, s, LayerKind::dense), sys, CostContext{}, spans, Recompute::none, 0);
     s.lora.rank = 8;
+    s.lora.targets = static_cast<uint8_t>(LoraTarget::linear_qkv) | static_cast<uint8_t>(LoraTarget::linear_proj);
     const BlockCost lora = cost_block(layer_ops(m, s, LayerKind::dense), sys, CostContext{}, spans, Recompute::none, 0);
     EXPECT_DOUBLE_EQ(full.bwd_flop - lora.bwd_flop, 4063232.0);
     EXPECT_DOUBLE_EQ(lora.fwd_flop - full.fwd_flop, 2.0 * 64 * 2560);
@@ -294,7 +295,15 @@ TEST(ModelFamilies, LoraGradientsAndOptimizerCoverTrainableParamsOnly) {
 
 TEST(ModelFamilies, LoraNeverCostsMoreThanFullTraining) {
     // Property: on the same layout, freezing the base and adding small adapters never makes a
-    // step slower or a GPU fuller (what it adds, r/h of the work, is less than what it removes).
+    // GPU fuller (it drops all gradients and optimizer state but the adapters', and the inputs of
+    // unadapted frozen GEMMs), nor, with the attention's adapters, a step slower. With adapters on
+    // every linear layer the model can predict a slower step: each unfused adapter re-reads its
+    // input and writes its output, and the calibrated GEMM curve n/(n + gemm_half_dim) charges a
+    // rank-r GEMM on dgx-h100 (half_dim 1024) at ~r/1024 of peak, so adapters on narrow per-rank
+    // FFN or expert matrices can cost more than the weight gradients they remove; so can a
+    // rank-64 adapter beside a QKV projection narrower than half_dim per rank (Llama 3 8B at tp 8:
+    // 768 wide). The time claim is checked for attention adapters on QKV projections at least
+    // gemm_half_dim wide per rank (MLA's: its latents feed every head's up-projection).
     const SystemSpec sys = testing::system_preset("dgx-h100");
     struct Case {
         const char* model;
@@ -326,7 +335,9 @@ TEST(ModelFamilies, LoraNeverCostsMoreThanFullTraining) {
                 const TrainResult lora = evaluate_training({m, sys, t}, c.p);
                 const std::string where = std::string(c.model) + " tp " + std::to_string(c.p.tp) + " zero " +
                                           std::to_string(c.p.zero) + " r " + std::to_string(rank);
-                EXPECT_LE(lora.step_time_s, full.step_time_s) << where;
+                const double qkv_width = static_cast<double>((m.heads + 2 * m.kv_heads) * m.head_dim() / c.p.tp);
+                const bool wide = m.attention_kind == AttentionKind::mla || qkv_width >= sys.eff.gemm_half_dim;
+                if (targets == 3 && wide) EXPECT_LE(lora.step_time_s, full.step_time_s) << where;
                 EXPECT_LE(lora.memory.peak_bytes_per_gpu, full.memory.peak_bytes_per_gpu) << where;
             }
         }
