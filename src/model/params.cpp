@@ -1,6 +1,7 @@
 #include "model/model_spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 namespace sm {
@@ -60,34 +61,49 @@ struct Matrix {
     LoraTarget target = LoraTarget::linear_qkv;
 };
 
+// Up to five matrices, held inline: count_params runs in the search's hot path, which allocates
+// nothing.
+struct Matrices {
+    std::array<Matrix, 5> m{};
+    size_t n = 0;
+    void add(Matrix x) { m[n++] = x; }
+    [[nodiscard]] const Matrix* begin() const { return m.data(); }
+    [[nodiscard]] const Matrix* end() const { return m.data() + n; }
+};
+
 // The attention's matrices: Q/K/V (fused as Megatron's linear_qkv) and the output projection, or
 // MLA's down and up projections (all of them Megatron's linear_q*/linear_kv* modules, adapted
 // under the linear_qkv target) and its output projection.
-std::vector<Matrix> attention_matrices(const ModelSpec& m) {
+Matrices attention_matrices(const ModelSpec& m) {
     const double h = static_cast<double>(m.hidden);
     const double heads = static_cast<double>(m.heads);
-    if (m.attention_kind == AttentionKind::mha)
-        return {{h, h + 2.0 * static_cast<double>(m.kv_dim()), LoraTarget::linear_qkv},
-                {h, h, LoraTarget::linear_proj}};
+    Matrices v;
+    if (m.attention_kind == AttentionKind::mha) {
+        v.add({h, h + 2.0 * static_cast<double>(m.kv_dim()), LoraTarget::linear_qkv});
+        v.add({h, h, LoraTarget::linear_proj});
+        return v;
+    }
     const MlaSpec& a = m.mla;
     const double q_out = heads * static_cast<double>(a.qk_head_dim());
-    std::vector<Matrix> v;
     if (a.q_lora_rank > 0) {
-        v.push_back({h, static_cast<double>(a.q_lora_rank), LoraTarget::linear_qkv});
-        v.push_back({static_cast<double>(a.q_lora_rank), q_out, LoraTarget::linear_qkv});
+        v.add({h, static_cast<double>(a.q_lora_rank), LoraTarget::linear_qkv});
+        v.add({static_cast<double>(a.q_lora_rank), q_out, LoraTarget::linear_qkv});
     } else {
-        v.push_back({h, q_out, LoraTarget::linear_qkv});
+        v.add({h, q_out, LoraTarget::linear_qkv});
     }
-    v.push_back({h, static_cast<double>(a.cache_dim()), LoraTarget::linear_qkv});
-    v.push_back({static_cast<double>(a.kv_lora_rank), heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim),
-                 LoraTarget::linear_qkv});
-    v.push_back({heads * static_cast<double>(a.v_head_dim), h, LoraTarget::linear_proj});
+    v.add({h, static_cast<double>(a.cache_dim()), LoraTarget::linear_qkv});
+    v.add({static_cast<double>(a.kv_lora_rank), heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim),
+           LoraTarget::linear_qkv});
+    v.add({heads * static_cast<double>(a.v_head_dim), h, LoraTarget::linear_proj});
     return v;
 }
 
-std::vector<Matrix> ffn_matrices(const ModelSpec& m, double f) {
+Matrices ffn_matrices(const ModelSpec& m, double f) {
     const double h = static_cast<double>(m.hidden);
-    return {{h, (gated(m.ffn_act) ? 2.0 : 1.0) * f, LoraTarget::linear_fc1}, {f, h, LoraTarget::linear_fc2}};
+    Matrices v;
+    v.add({h, (gated(m.ffn_act) ? 2.0 : 1.0) * f, LoraTarget::linear_fc1});
+    v.add({f, h, LoraTarget::linear_fc2});
+    return v;
 }
 
 // Parameters of a set of matrices (with biases when the model has them) and of their adapters.
@@ -95,7 +111,7 @@ struct Sum {
     double params = 0, adapters = 0;
 };
 
-Sum sum(const std::vector<Matrix>& mats, double bias, const LoraSpec& lora) {
+Sum sum(const Matrices& mats, double bias, const LoraSpec& lora) {
     Sum s;
     const double r = static_cast<double>(lora.rank);
     for (const Matrix& x : mats) {
