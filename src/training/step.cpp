@@ -155,7 +155,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const StageParams sp = stage_params(m, pc, p);
     // LoRA hook: gradients, their reduction, optimizer state and step cover the trainable
     // parameters (`tr`, the adapters); weights (and ZeRO-3's gathers of them) stay whole (`sp`).
-    const StageParams tr = stage_params(m, pc, p, true);
+    const StageParams tr = t.lora.enabled() ? stage_params(m, pc, p, true) : sp;
     const double params = std::max(sp.first, sp.last);
     const double trained = std::max(tr.first, tr.last);
     const double wbytes = stored_weight_bytes(t.precision);
