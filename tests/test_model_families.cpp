@@ -293,6 +293,27 @@ TEST(ModelFamilies, LoraGradientsAndOptimizerCoverTrainableParamsOnly) {
     EXPECT_DOUBLE_EQ(r.memory.weights_bytes, 86848.0 * 2);
 }
 
+TEST(ModelFamilies, LoraDataParallelTrafficCarriesTheAdaptersOnly) {
+    // dp 2 inside one 100 GB/s domain, no latency; trainable 8,192 (as above), weights 86,848.
+    // ZeRO 0: all-reduce of 8,192 x 4 bytes: 2 x 1/2 x 32,768 / 1e11 = 3.2768e-7 s.
+    // ZeRO 1: reduce-scatter of the gradients (1/2 x 32,768 / 1e11 = 1.6384e-7) and all-gather of
+    //   the updated bf16 adapters (1/2 x 16,384 / 1e11 = 8.192e-8): 2.4576e-7 s.
+    // ZeRO 3: every weight gathered for forward and for backward (2 x 1/2 x 173,696 / 1e11 =
+    //   1.73696e-6) plus the gradient reduce-scatter: 1.9008e-6 s (one micro-batch).
+    const ModelSpec m = tiny_llama();
+    TrainingSpec t = testing::batch_of(2);
+    t.lora.rank = 8;
+    t.lora.targets = static_cast<uint8_t>(LoraTarget::linear_qkv) | static_cast<uint8_t>(LoraTarget::linear_fc1);
+    ParallelConfig p;
+    p.dp = 2;
+    const double expected[] = {3.2768e-7, 2.4576e-7, 0, 1.9008e-6};
+    for (int64_t zero : {0, 1, 3}) {
+        p.zero = zero;
+        const TrainResult r = evaluate_training({m, round_system(), t}, p);
+        EXPECT_NEAR(r.link.dp_s, expected[zero], 1e-18) << "zero " << zero;
+    }
+}
+
 TEST(ModelFamilies, LoraNeverCostsMoreThanFullTraining) {
     // Property: on the same layout, freezing the base and adding small adapters never makes a
     // GPU fuller (it drops all gradients and optimizer state but the adapters', and the inputs of
