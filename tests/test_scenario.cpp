@@ -307,3 +307,48 @@ TEST(FuzzRegressions, ReplayCleanly) {
 
 }  // namespace
 }  // namespace sm
+
+namespace sm {
+namespace {
+
+// Model families and LoRA (issue 8): every new field bounded, named in its error.
+TEST(Scenario, ModelFamilyFieldsValidated) {
+    EXPECT_EQ(set_error("model.ffn_act=relu").path, "model.ffn_act");
+    EXPECT_EQ(set_error("model.attention_kind=mqa").path, "model.attention_kind");
+    // MLA needs its dimensions, and its dimensions need MLA.
+    const InputError missing = set_error("model.attention_kind=mla");
+    EXPECT_EQ(missing.path, "model.mla");
+    EXPECT_EQ(error_of(kBase, {"model.mla.kv_lora_rank=512"}).path, "model.mla");
+    const std::string v3 = R"({"model": {"preset": "deepseek-v3"}, "system": {"preset": "dgx-h100"}})";
+    EXPECT_EQ(error_of(v3, {"model.mla.kv_lora_rank=0"}).path, "model.mla.kv_lora_rank");
+    EXPECT_EQ(error_of(v3, {"model.mla.v_head_dim=-1"}).path, "model.mla.v_head_dim");
+    EXPECT_EQ(error_of(v3, {"model.kv_heads=8"}).path, "model.kv_heads");
+    EXPECT_EQ(error_of(v3, {"model.moe.shared_experts=-1"}).path, "model.moe.shared_experts");
+    EXPECT_EQ(error_of(v3, {"model.moe.shared_expert_ffn_hidden=0"}).path, "model.moe.shared_expert_ffn_hidden");
+    // tp must divide the shared experts' summed width: 1 x 2050 is not a multiple of 4.
+    EXPECT_EQ(error_of(v3, {"model.moe.shared_expert_ffn_hidden=2050", "parallel.tp=4", "parallel.dp=4",
+                            "parallel.pp=1"}).path,
+              "parallel.tp");
+}
+
+TEST(Scenario, LoraFieldsValidated) {
+    const InputError no_rank = set_error("training.method=lora");
+    EXPECT_EQ(no_rank.path, "training.lora_rank");
+    EXPECT_EQ(error_of(kBase, {"training.method=lora", "training.lora_rank=0"}).path, "training.lora_rank");
+    EXPECT_EQ(set_error("training.lora_rank=8").path, "training.lora_rank");  // without method lora
+    EXPECT_EQ(set_error("training.method=qlora").path, "training.method");
+    const InputError bad = error_of(kBase, {"training.method=lora", "training.lora_rank=8", "training.lora_targets=linear_qkv,q_proj"});
+    EXPECT_EQ(bad.path, "training.lora_targets");
+    EXPECT_TRUE(contains(bad.given, "q_proj")) << bad.given;
+    EXPECT_EQ(error_of(kBase, {"training.method=lora", "training.lora_rank=8", "training.lora_targets=linear_qkv,linear_qkv"}).path,
+              "training.lora_targets");
+    auto ok = load(kBase, {"training.method=lora", "training.lora_rank=16", "training.lora_targets=linear_qkv,linear_fc2"});
+    ASSERT_TRUE(ok.ok()) << ok.error().message();
+    EXPECT_EQ(ok.value().training.lora.rank, 16);
+    EXPECT_TRUE(ok.value().training.lora.adapts(LoraTarget::linear_qkv));
+    EXPECT_FALSE(ok.value().training.lora.adapts(LoraTarget::linear_proj));
+    EXPECT_TRUE(ok.value().training.lora.adapts(LoraTarget::linear_fc2));
+}
+
+}  // namespace
+}  // namespace sm

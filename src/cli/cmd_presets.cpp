@@ -36,7 +36,7 @@ Runner add_presets(CLI::App& app) {
                 list.push_back(entry);
                 text += fmt::format("{:<16} {:>8.1f}B {:>7} {:>7} {:>6} {:>5} {:>8} {:>7}  {}{}\n", name, params / 1e9,
                                     m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, m->seq_len,
-                                    m->ffn_act == FfnAct::swiglu ? "swiglu" : "gelu",
+                                    to_string(m->ffn_act),
                                     m->moe.enabled() ? fmt::format(", {} experts top-{}", m->moe.experts, m->moe.top_k) : "");
             }
             out["models"] = list;

@@ -143,6 +143,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
                 c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + kernels * lat;
                 c.dgrad_bytes += cast_bytes_bwd(g, ctx);
             }
+            if (op.frozen) {  // LoRA's base weights: the activation gradient only
+                c.wgrad_s = c.wgrad_flop = c.wgrad_bytes = 0;
+                c.bwd_flop = c.dgrad_flop;
+            }
             c.bwd_s = c.dgrad_s + c.wgrad_s;
             break;
         }

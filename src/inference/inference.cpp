@@ -187,6 +187,7 @@ LayerShape decode_shape(const ParallelConfig& p, const InferenceSpec& s, double 
     sh.q_len = 1;
     sh.kv_len = context;
     sh.causal_fraction = 1.0;  // the new token sees every cached one
+    sh.decode = true;
     return sh;
 }
 
@@ -240,8 +241,13 @@ double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
 
 double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double tokens) {
     const double layers = as_d(m.layers) / as_d(p.pp);
-    return layers * 2.0 * as_d(s.batch) * tokens * kv_heads_per_rank(m, p.tp) * as_d(m.head_dim()) *
-           bytes_per_element(s.kv_precision);
+    // Per token and layer: K and V of this rank's KV heads; MLA caches the compressed latent and
+    // the shared RoPE key (kv_lora_rank + qk_rope_head_dim, DeepSeek-V2 sec. 2.1.2), which every
+    // TP rank needs whole (all its heads read it).
+    const double per_token = m.attention_kind == AttentionKind::mla
+                                 ? as_d(m.mla.cache_dim())
+                                 : 2.0 * kv_heads_per_rank(m, p.tp) * as_d(m.head_dim());
+    return layers * as_d(s.batch) * tokens * per_token * bytes_per_element(s.kv_precision);
 }
 
 InferMemory inference_memory(const InferContext& c, const ParallelConfig& p, int64_t batch) {

@@ -170,6 +170,42 @@ std::string ObjectReader::choice(const char* key, std::optional<std::string> def
     fail(path_of(key), show(*v), list + (hint ? " (did you mean \"" + *hint + "\"?)" : ""));
 }
 
+std::vector<std::string> ObjectReader::choices(const char* key, const std::vector<std::string>& def,
+                                               const std::vector<std::string>& allowed) {
+    const Json* v = find(key);
+    if (!v) return def;
+    const std::string list = "a list of distinct names from: " + join(allowed);
+    std::vector<std::string> names;
+    if (v->is_string()) {
+        const std::string text = v->get<std::string>();
+        size_t start = 0;
+        while (start <= text.size()) {
+            const size_t comma = std::min(text.find(',', start), text.size());
+            names.push_back(text.substr(start, comma - start));
+            start = comma + 1;
+        }
+    } else if (v->is_array() && v->size() <= allowed.size()) {
+        for (const Json& x : *v) {
+            if (!x.is_string()) fail(path_of(key), show(*v), list);
+            names.push_back(x.get<std::string>());
+        }
+    } else {
+        fail(path_of(key), show(*v), list);
+    }
+    if (names.empty()) fail(path_of(key), show(*v), list);
+    for (size_t i = 0; i < names.size(); ++i) {
+        const bool known = std::find(allowed.begin(), allowed.end(), names[i]) != allowed.end();
+        const bool repeated = std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
+                              names.begin() + static_cast<std::ptrdiff_t>(i);
+        if (!known) {
+            auto hint = did_you_mean(names[i], allowed);
+            fail(path_of(key), quote_input(names[i]), list + (hint ? " (did you mean \"" + *hint + "\"?)" : ""));
+        }
+        if (repeated) fail(path_of(key), quote_input(names[i]) + " twice", list);
+    }
+    return names;
+}
+
 std::optional<ObjectReader> ObjectReader::child(const char* key) {
     const Json* v = find(key);
     if (!v) return std::nullopt;

@@ -33,6 +33,10 @@ public:
     bool boolean(const char* key, std::optional<bool> def);
     std::string choice(const char* key, std::optional<std::string> def, const std::vector<std::string>& allowed);
     std::string text(const char* key, std::optional<std::string> def);
+    // Distinct choices: a JSON array of strings, or one string of comma-separated names (what
+    // `--set PATH=a,b` gives); at least one.
+    std::vector<std::string> choices(const char* key, const std::vector<std::string>& def,
+                                     const std::vector<std::string>& allowed);
     // A nested object, or nullopt when absent.
     std::optional<ObjectReader> child(const char* key);
     // Marks a key as known without reading it (documentation fields such as `sources`).

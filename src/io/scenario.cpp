@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "io/embedded.hpp"
 #include "io/read_file.hpp"
 
@@ -102,7 +104,7 @@ ModelSpec read_model(const Json& j, const std::string& path) {
     m.heads = r.integer("heads", std::nullopt, 1, int64_t{1} << 16);
     m.kv_heads = r.integer("kv_heads", m.heads, 1, int64_t{1} << 16);
     m.ffn_hidden = r.integer("ffn_hidden", 4 * m.hidden, 1, int64_t{1} << 22);
-    m.ffn_act = r.choice("ffn_act", "gelu", {"gelu", "swiglu"}) == "swiglu" ? FfnAct::swiglu : FfnAct::gelu;
+    m.ffn_act = *parse_ffn_act(r.choice("ffn_act", "gelu", ffn_act_names()));
     m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
     m.seq_len = r.integer("seq_len", std::nullopt, 1, int64_t{1} << 27);
     if (auto moe = r.child("moe")) {
@@ -111,6 +113,8 @@ ModelSpec read_model(const Json& j, const std::string& path) {
         m.moe.expert_ffn_hidden = moe->integer("expert_ffn_hidden", m.ffn_hidden, 1, int64_t{1} << 22);
         m.moe.first_dense_layers = moe->integer("first_dense_layers", 0, 0, m.layers - 1);
         m.moe.interval = moe->integer("interval", 1, 1, m.layers);
+        m.moe.shared_experts = moe->integer("shared_experts", 0, 0, 1024);
+        m.moe.shared_expert_ffn_hidden = moe->integer("shared_expert_ffn_hidden", m.moe.expert_ffn_hidden, 1, int64_t{1} << 22);
         moe->finish();
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
@@ -121,7 +125,23 @@ ModelSpec read_model(const Json& j, const std::string& path) {
     m.dropout = r.boolean("dropout", false);
     m.causal = r.boolean("causal", true);
     m.attention = r.choice("attention", "fused", {"fused", "unfused"}) == "unfused" ? AttentionImpl::unfused : AttentionImpl::fused;
+    m.attention_kind = r.choice("attention_kind", "mha", {"mha", "mla"}) == "mla" ? AttentionKind::mla : AttentionKind::mha;
+    auto mla = r.child("mla");
+    if (m.attention_kind == AttentionKind::mla) {
+        if (!mla) fail(path + ".mla", "nothing", "required with attention_kind mla: {q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim}");
+        constexpr int64_t kMaxDim = int64_t{1} << 16;
+        m.mla.q_lora_rank = mla->integer("q_lora_rank", std::nullopt, 0, kMaxDim);
+        m.mla.kv_lora_rank = mla->integer("kv_lora_rank", std::nullopt, 1, kMaxDim);
+        m.mla.qk_nope_head_dim = mla->integer("qk_nope_head_dim", std::nullopt, 1, kMaxDim);
+        m.mla.qk_rope_head_dim = mla->integer("qk_rope_head_dim", std::nullopt, 0, kMaxDim);
+        m.mla.v_head_dim = mla->integer("v_head_dim", std::nullopt, 1, kMaxDim);
+        mla->finish();
+    } else if (mla) {
+        fail(path + ".mla", "an object", "only with model.attention_kind \"mla\"");
+    }
     r.finish();
+    if (m.attention_kind == AttentionKind::mla && m.kv_heads != m.heads)
+        fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must equal model.heads ({}) with attention_kind mla (every head has its own K and V)", m.heads));
     if (m.hidden % m.heads != 0)
         fail(path + ".heads", std::to_string(m.heads), fmt::format("must divide model.hidden ({})", m.hidden));
     if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
@@ -229,6 +249,16 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
     t.optimizer_state_bytes_per_param = r.number("optimizer_state_bytes_per_param", t.optimizer_state_bytes_per_param, 0.0, 64.0);
     t.framework_overhead_bytes = r.number("framework_overhead_bytes", t.framework_overhead_bytes, 0.0, 1e13);
     t.comm_buffer_bytes = r.number("comm_buffer_bytes", t.comm_buffer_bytes, 0.0, 1e13);
+    if (r.choice("method", "full", {"full", "lora"}) == "lora") {
+        t.lora.rank = r.integer("lora_rank", std::nullopt, 1, 65536);
+        const std::vector<std::string> all = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+        t.lora.targets = 0;
+        for (const std::string& name : r.choices("lora_targets", all, all))
+            t.lora.targets |= static_cast<uint8_t>(1u << (std::find(all.begin(), all.end(), name) - all.begin()));
+    } else {
+        for (const char* k : {"lora_rank", "lora_targets"})
+            if (r.has(k)) fail(r.path_of(k), "a value", "only with training.method \"lora\"");
+    }
     r.finish();
     return t;
 }
@@ -266,6 +296,9 @@ void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
     for (const LayerKind k : layer_kinds(m))
         require_divides(p.tp, k == LayerKind::moe ? m.moe.expert_ffn_hidden : m.ffn_hidden, "parallel.tp",
                         k == LayerKind::moe ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden");
+    if (m.moe.enabled() && m.moe.shared_experts > 0)
+        require_divides(p.tp, m.moe.shared_experts * m.moe.shared_expert_ffn_hidden, "parallel.tp",
+                        "model.moe.shared_experts * shared_expert_ffn_hidden");
 }
 
 void check_training_layout(const Scenario& s) {

@@ -2,15 +2,50 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sm {
 
-enum class FfnAct { gelu, swiglu };
+// Feed-forward activations. Gated ones (SwiGLU, GeGLU) have a third matrix: the up projection
+// yields a value and a gate half.
+enum class FfnAct { gelu, swiglu, squared_relu, geglu };
+inline bool gated(FfnAct a) { return a == FfnAct::swiglu || a == FfnAct::geglu; }
+std::string_view to_string(FfnAct a);
+std::optional<FfnAct> parse_ffn_act(std::string_view s);
+std::vector<std::string> ffn_act_names();
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionKind { learned, rope, alibi };
 enum class AttentionImpl { fused, unfused };
+// Multi-head attention (GQA/MQA through kv_heads) or DeepSeek's multi-head latent attention.
+enum class AttentionKind { mha, mla };
+
+// Multi-head latent attention (DeepSeek-V2 sec. 2.1, DeepSeek-V3 sec. 2.1.1): queries and keys/
+// values pass through low-rank latents; a decoupled RoPE key of qk_rope_head_dim is shared by
+// all heads. q_lora_rank 0: queries are projected directly (DeepSeek-V2-Lite).
+struct MlaSpec {
+    int64_t q_lora_rank = 0;
+    int64_t kv_lora_rank = 0;
+    int64_t qk_nope_head_dim = 0;
+    int64_t qk_rope_head_dim = 0;
+    int64_t v_head_dim = 0;
+    [[nodiscard]] int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+    // What the inference cache keeps per token and layer: the KV latent and the RoPE key.
+    [[nodiscard]] int64_t cache_dim() const { return kv_lora_rank + qk_rope_head_dim; }
+};
+
+// LoRA fine-tuning (Hu et al. 2021): base weights frozen, a rank-r adapter B·A beside each
+// targeted matrix. Targets are Megatron's module names, the unit NeMo adapts; the default is
+// NeMo 2.0's (nemo/collections/llm/peft/lora.py, class LoRA: all four linear layers, experts too).
+enum class LoraTarget : uint8_t { none = 0, linear_qkv = 1, linear_proj = 2, linear_fc1 = 4, linear_fc2 = 8 };
+struct LoraSpec {
+    int64_t rank = 0;  // 0: full training (nothing frozen)
+    uint8_t targets = 15;  // linear_qkv | linear_proj | linear_fc1 | linear_fc2
+    [[nodiscard]] bool enabled() const { return rank > 0; }
+    [[nodiscard]] bool adapts(LoraTarget t) const { return enabled() && (targets & static_cast<uint8_t>(t)) != 0; }
+};
 
 struct MoeSpec {
     int64_t experts = 0;  // 0: dense
@@ -22,6 +57,10 @@ struct MoeSpec {
     // `interleave_moe_layer_step` rule). Dense blocks of an MoE model use model.ffn_hidden.
     int64_t first_dense_layers = 0;
     int64_t interval = 1;
+    // Shared experts (DeepSeek-V3: 1, Llama 4: 1) run on every token beside the routed ones:
+    // an ordinary FFN, sharded by tp like a dense one, never dispatched.
+    int64_t shared_experts = 0;
+    int64_t shared_expert_ffn_hidden = 0;
     [[nodiscard]] bool enabled() const { return experts > 0; }
 };
 
@@ -49,6 +88,8 @@ struct ModelSpec {
     bool dropout = false;
     bool causal = true;
     AttentionImpl attention = AttentionImpl::fused;
+    AttentionKind attention_kind = AttentionKind::mha;
+    MlaSpec mla;  // used when attention_kind is mla (kv_heads then equals heads)
 
     [[nodiscard]] int64_t head_dim() const { return hidden / heads; }
     [[nodiscard]] int64_t kv_dim() const { return kv_heads * head_dim(); }
@@ -66,6 +107,9 @@ struct LayerParams {
     double total = 0;    // all experts for MoE
     double active = 0;   // what one token touches (top_k experts for MoE)
     double experts = 0;  // the expert FFNs (sharded over ep as well as tp)
+    // What training updates: `total` in full training, the LoRA adapters only under LoRA.
+    double trainable = 0;
+    double trainable_experts = 0;  // of which in the expert FFNs
 };
 
 // Exact parameter counts (no padding beyond what the spec gives).
@@ -75,6 +119,7 @@ struct ParamCount {
     double embedding = 0;                          // token (+ learned position) embedding
     double lm_head = 0;                            // output projection (0 when tied)
     double final_norm = 0;
+    bool frozen_base = false;                      // LoRA: embedding, head and norms not trained
     [[nodiscard]] double blocks(double LayerParams::*field) const {
         double n = 0;
         for (size_t k = 0; k < kLayerKinds; ++k) n += layer[k].*field * static_cast<double>(layers[k]);
@@ -82,8 +127,12 @@ struct ParamCount {
     }
     [[nodiscard]] double total() const { return blocks(&LayerParams::total) + embedding + lm_head + final_norm; }
     [[nodiscard]] double active() const { return blocks(&LayerParams::active) + embedding + lm_head + final_norm; }
+    [[nodiscard]] double trainable() const {
+        return blocks(&LayerParams::trainable) + (frozen_base ? 0.0 : embedding + lm_head + final_norm);
+    }
 };
 
-ParamCount count_params(const ModelSpec& m);
+// `lora`: the adapters whose parameters are the trainable ones (default: full training).
+ParamCount count_params(const ModelSpec& m, const LoraSpec& lora = {});
 
 }  // namespace sm

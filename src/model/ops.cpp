@@ -25,6 +25,8 @@ constexpr double kSoftmaxFlop = 5;    // scale, mask, max, exp, normalise
 constexpr double kDropoutFlop = 2;
 constexpr double kGeluFlop = 10;      // tanh approximation
 constexpr double kSwigluFlop = 7;     // SiLU (exp, add, divide, multiply) and the gate product
+constexpr double kSquaredReluFlop = 2;  // max(x, 0) and the square (Nemotron-4: So et al. 2021, Primer)
+constexpr double kGegluFlop = kGeluFlop + 1;  // GELU of the gate half and the gate product
 constexpr double kRopeFlop = 3;
 constexpr double kCrossEntropyFlop = 6;
 
@@ -37,6 +39,33 @@ Op elementwise_op(std::string_view name, double bytes, double saved_bytes, doubl
     op.saved_bytes = saved_bytes;
     op.bwd_bytes_factor = bwd_factor;
     return op;
+}
+
+// A weight GEMM of the block ([m, k] x [k, n], `batch` times: one per local expert). Under LoRA
+// the weight is frozen: no weight-gradient GEMM, so its input is kept for backward only when an
+// adapter of `target` sits beside it (Transformer Engine saves a linear layer's input only when
+// its weight needs a gradient). The adapter is A [k, r] then B [r, n] on the same input, output
+// added: column-parallel bases shard B's n like theirs, row-parallel bases A's k; the partial
+// [m, r] sums this leaves are r/h of the block's own TP traffic and not modelled.
+void weight_gemm(LayerOps& out, const LayerShape& s, std::string_view name, GemmShape g, double saved_bytes,
+                 LoraTarget target) {
+    Op op = gemm_op(name, g.m, g.n, g.k, saved_bytes);
+    op.gemm.batch = g.batch;
+    if (!s.lora.enabled()) {
+        out.ops.push_back(op);
+        return;
+    }
+    op.frozen = true;
+    op.saved_bytes = 0;
+    out.ops.push_back(op);
+    if (!s.lora.adapts(target)) return;
+    const double r = static_cast<double>(s.lora.rank);
+    Op a = gemm_op("lora_a", g.m, r, g.k, saved_bytes);
+    a.gemm.batch = g.batch;
+    out.ops.push_back(a);
+    Op b = gemm_op("lora_b", g.m, g.n, r, g.batch * g.m * r * s.act_bytes);
+    b.gemm.batch = g.batch;
+    out.ops.push_back(b);
 }
 
 // Megatron's conjugate TP operators. Entering a column-parallel block: all-gather with sequence
@@ -84,8 +113,8 @@ Dims dims(const ModelSpec& m, const LayerShape& s) {
     return d;
 }
 
-void norm(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& d) {
-    const double elems = d.tokens_sp * d.h;
+void norm(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& d, double width) {
+    const double elems = d.tokens_sp * width;
     const double flop = (m.norm == NormKind::layernorm ? kLayerNormFlop : kRmsNormFlop) * elems;
     out.ops.push_back(elementwise_op(name, 2.0 * elems * d.e, elems * d.e, 1.5, flop));
 }
@@ -97,21 +126,30 @@ void residual(LayerOps& out, std::string_view name, const ModelSpec& m, const Di
     out.ops.push_back(elementwise_op(name, elems * (3.0 * d.e + mask), elems * mask, 2.0, kResidualFlop * elems));
 }
 
-void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
-    const double q_elems = d.tokens * d.heads * d.d;
-    const double kv_elems = s.batch * s.kv_len * d.kv_heads * d.d;  // K (or V) as attended
-    const double local_kv = d.tokens * d.kv_heads * d.d;             // K (or V) produced here
-    const double scores = s.batch * d.heads * s.q_len * s.kv_len;
+// The heads of one attention core on this GPU: query heads, K/V heads, the query-key and the
+// value width per head, and (absorbed MLA decode) K and V read as one shared latent.
+struct Heads {
+    double q = 0, kv = 0, qk_dim = 0, v_dim = 0;
+    double kv_read_elems = -1;  // < 0: K and V as attended, each read once
+};
+
+void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const Heads& a) {
+    const double q_elems = d.tokens * a.q * a.qk_dim;
+    const double o_elems = d.tokens * a.q * a.v_dim;
+    const double kv_attended = s.batch * s.kv_len * a.kv * (a.qk_dim + a.v_dim);  // K and V as attended
+    const double local_k = d.tokens * a.kv * a.qk_dim;                           // K produced here
+    const double local_v = d.tokens * a.kv * a.v_dim;
+    const double scores = s.batch * a.q * s.q_len * s.kv_len;
     if (m.attention == AttentionImpl::fused) {
         Op op;
         op.name = "attention";
         op.kind = OpKind::attention;
-        op.attn_model_flop = 4.0 * scores * d.d;
+        op.attn_model_flop = 2.0 * scores * (a.qk_dim + a.v_dim);  // Q K^T and P V
         op.attn_flop = op.attn_model_flop * s.causal_fraction;
-        op.attn_io_elems = 2.0 * q_elems;
-        op.attn_kv_elems = 2.0 * kv_elems;
-        op.saved_bytes = (q_elems + 2.0 * local_kv) * d.e;  // Q, K, V
-        op.core_saved_bytes = d.tokens * d.heads * 4.0;     // fp32 log-sum-exp
+        op.attn_io_elems = q_elems + o_elems;
+        op.attn_kv_elems = a.kv_read_elems >= 0 ? a.kv_read_elems : kv_attended;
+        op.saved_bytes = (q_elems + local_k + local_v) * d.e;  // Q, K, V
+        op.core_saved_bytes = d.tokens * a.q * 4.0;             // fp32 log-sum-exp
         op.attention_core = true;
         out.ops.push_back(op);
         return;
@@ -120,8 +158,8 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
     Op qk;
     qk.name = "attn_scores";
     qk.kind = OpKind::batched_gemm;
-    qk.gemm = {s.q_len, s.kv_len, d.d, s.batch * d.heads};
-    qk.saved_bytes = (q_elems + local_kv) * d.e;
+    qk.gemm = {s.q_len, s.kv_len, a.qk_dim, s.batch * a.q};
+    qk.saved_bytes = (q_elems + local_k) * d.e;
     qk.attention_core = true;
     out.ops.push_back(qk);
 
@@ -138,54 +176,153 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
     Op av;
     av.name = "attn_values";
     av.kind = OpKind::batched_gemm;
-    av.gemm = {s.q_len, d.d, s.kv_len, s.batch * d.heads};
-    av.saved_bytes = local_kv * d.e;
+    av.gemm = {s.q_len, a.v_dim, s.kv_len, s.batch * a.q};
+    av.saved_bytes = local_v * d.e;
     av.attention_core = true;
     out.ops.push_back(av);
 }
 
+// Ring attention (context parallelism): K and V chunks travel cp-1 hops forward; backward sends
+// them again with their gradients. Each hop hides behind the attention of the previous chunk.
+void cp_ring(LayerOps& out, const LayerShape& s, double kv_bytes_local) {
+    if (s.cp <= 1) return;
+    const double hops = static_cast<double>(s.cp - 1);
+    out.comms.push_back({"cp_kv_ring", Collective::p2p, CommGroup::cp, Pass::fwd, kv_bytes_local, hops, true});
+    out.comms.push_back({"cp_kv_ring_grad", Collective::p2p, CommGroup::cp, Pass::bwd, 2.0 * kv_bytes_local, hops, true});
+}
+
+void rope(LayerOps& out, const Dims& d, double elems_per_token) {
+    const double elems = d.tokens * elems_per_token;
+    out.ops.push_back(elementwise_op("rope", 2.0 * elems * d.e, 0.0, 2.0, kRopeFlop * elems));
+}
+
+// Multi-head attention with grouped K/V heads: a fused QKV projection, the core, the output
+// projection (column- then row-parallel, Megatron).
+void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    const double full_act = d.tokens * d.h * d.e;
+    enter_tp_region(out.comms, s, full_act);
+    const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
+    weight_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv);
+    if (m.position == PositionKind::rope) rope(out, d, (d.heads + d.kv_heads) * d.d);
+    cp_ring(out, s, 2.0 * d.tokens * d.kv_heads * d.d * d.e);
+    attention(out, m, s, d, {d.heads, d.kv_heads, d.d, d.d});
+    weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * d.d, 1}, d.tokens * d.heads * d.d * d.e,
+                LoraTarget::linear_proj);
+}
+
+// Multi-head latent attention as Megatron-Core builds it (megatron/core/transformer/
+// multi_latent_attention.py, MLASelfAttention): the down projections are TELinear with
+// parallel_mode "duplicated" (replicated on every TP rank, run on the rank's own tokens: T/tp under
+// sequence parallelism), the up projections column-parallel over heads, the output projection
+// row-parallel. So the TP region is entered with the latents (q_lora_rank + kv_lora_rank +
+// qk_rope_head_dim wide), not the hidden state. Decoding absorbs the K and V up-projections into
+// the query and the output (DeepSeek-V2 sec. 2.1.3) and attends over the cached latent as one
+// shared K/V head of width kv_lora_rank + qk_rope_head_dim (values: the first kv_lora_rank).
+void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    const MlaSpec& a = m.mla;
+    const double q_lat = static_cast<double>(a.q_lora_rank);
+    const double kv_lat = static_cast<double>(a.kv_lora_rank);
+    const double cache = static_cast<double>(a.cache_dim());
+    const double nope = static_cast<double>(a.qk_nope_head_dim);
+    const double rope_dim = static_cast<double>(a.qk_rope_head_dim);
+    const double qk = static_cast<double>(a.qk_head_dim());
+    const double v = static_cast<double>(a.v_head_dim);
+    const double in_saved = d.tokens_sp * d.h * d.e;
+    const LoraTarget qkv = LoraTarget::linear_qkv;
+
+    // Down projections on this rank's tokens; the KV one keeps the shared input for backward.
+    weight_gemm(out, s, "kv_down_proj", {d.tokens_sp, cache, d.h, 1}, in_saved, qkv);
+    norm(out, "kv_norm", m, d, kv_lat);
+    if (q_lat > 0) {
+        weight_gemm(out, s, "q_down_proj", {d.tokens_sp, q_lat, d.h, 1}, 0.0, qkv);
+        norm(out, "q_norm", m, d, q_lat);
+    }
+    // Without a query latent the query projection is column-parallel on the hidden state itself.
+    const double q_in = q_lat > 0 ? q_lat : d.h;
+    enter_tp_region(out.comms, s, d.tokens * (q_in + cache) * d.e);
+    weight_gemm(out, s, q_lat > 0 ? "q_up_proj" : "q_proj", {d.tokens, d.heads * qk, q_in, 1},
+                q_lat > 0 ? d.tokens_sp * q_lat * d.e : 0.0, qkv);
+    if (s.decode) {
+        // W_UK absorbed into the query (one [nope, kv_lora] product per head), attention over the
+        // latent cache, W_UV applied to the per-head latent output.
+        weight_gemm(out, s, "q_absorb_uk", {d.tokens, kv_lat, nope, d.heads}, 0.0, qkv);
+        rope(out, d, (d.heads + 1.0) * rope_dim);
+        attention(out, m, s, d, {d.heads, 1.0, cache, kv_lat, s.batch * s.kv_len * cache});
+        weight_gemm(out, s, "o_absorb_uv", {d.tokens, v, kv_lat, d.heads}, 0.0, qkv);
+    } else {
+        weight_gemm(out, s, "kv_up_proj", {d.tokens, d.heads * (nope + v), kv_lat, 1}, d.tokens_sp * kv_lat * d.e, qkv);
+        rope(out, d, (d.heads + 1.0) * rope_dim);  // the query's RoPE part per head, one shared RoPE key
+        cp_ring(out, s, d.tokens * d.heads * (qk + v) * d.e);
+        attention(out, m, s, d, {d.heads, d.heads, qk, v});
+    }
+    weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * v, 1}, d.tokens * d.heads * v * d.e,
+                LoraTarget::linear_proj);
+}
+
+// Vector FLOP per output element of an activation and whether it is gated (two input halves).
+struct ActCost {
+    double halves, flop;
+};
+
+ActCost activation_cost(FfnAct a) {
+    switch (a) {
+        case FfnAct::gelu: return {1, kGeluFlop};
+        case FfnAct::swiglu: return {2, kSwigluFlop};
+        case FfnAct::squared_relu: return {1, kSquaredReluFlop};
+        case FfnAct::geglu: return {2, kGegluFlop};
+    }
+    return {1, kGeluFlop};
+}
+
+struct FfnNames {
+    std::string_view up, act, down;
+};
+
+// One FFN (or `batch` experts side by side, `m` token rows each) of width f on this GPU: up
+// projection, activation (backward needs its input: both halves when gated), down projection
+// (backward needs the activation's output). `in_saved`: the input kept for the up projection.
+void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const FfnNames& names, double rows,
+         double batch, double f, double in_saved) {
+    const ActCost act = activation_cost(m.ffn_act);
+    const double elems = rows * batch * f;  // activation outputs
+    weight_gemm(out, s, names.up, {rows, act.halves * f, d.h, batch}, in_saved, LoraTarget::linear_fc1);
+    out.ops.push_back(elementwise_op(names.act, (act.halves + 1.0) * elems * d.e, act.halves * elems * d.e, 2.0, act.flop * elems));
+    weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2);
+}
+
 void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind kind) {
     const double tp = static_cast<double>(s.tp);
-    const double gated = m.ffn_act == FfnAct::swiglu ? 2.0 : 1.0;
-    const double act_flop = m.ffn_act == FfnAct::swiglu ? kSwigluFlop : kGeluFlop;
     const double in_saved = d.tokens_sp * d.h * d.e;
     if (kind == LayerKind::dense) {
-        const double f = static_cast<double>(m.ffn_hidden) / tp;
-        out.ops.push_back(gemm_op("ffn_up", d.tokens, gated * f, d.h, in_saved));
-        const double act_in = d.tokens * f * gated;
-        out.ops.push_back(elementwise_op("ffn_act", (act_in + d.tokens * f) * d.e, act_in * d.e, 2.0, act_flop * d.tokens * f));
-        out.ops.push_back(gemm_op("ffn_down", d.tokens, d.h, f, d.tokens * f * d.e));
+        ffn(out, m, s, d, {"ffn_up", "ffn_act", "ffn_down"}, d.tokens, 1, static_cast<double>(m.ffn_hidden) / tp, in_saved);
         return;
     }
     // Mixture of experts: router, all-to-all dispatch over the expert-parallel group, the local
-    // experts as a grouped GEMM (balanced routing), all-to-all combine.
+    // experts as a grouped GEMM (balanced routing), all-to-all combine; shared experts as one
+    // tensor-parallel FFN of their summed width on every token (Megatron's shared_expert).
     const double experts = static_cast<double>(m.moe.experts);
     const double topk = static_cast<double>(m.moe.top_k);
     const double ep = static_cast<double>(s.ep);
-    const double f = static_cast<double>(m.moe.expert_ffn_hidden) / tp;
     const double routed = d.tokens * topk;  // token copies this GPU's experts process
     const double local_experts = experts / ep;
-    const double per_expert = routed / local_experts;
+    const bool shared = m.moe.shared_experts > 0;
 
-    Op router = gemm_op("moe_router", d.tokens, experts, d.h, in_saved);
-    out.ops.push_back(router);
+    // The router and the shared experts read the same input; it is kept once.
+    weight_gemm(out, s, "moe_router", {d.tokens, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
     const double a2a = routed * d.h * d.e;
     if (s.ep > 1) {
         out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
-    Op up = gemm_op("expert_up", per_expert, gated * f, d.h, routed * d.h * d.e);
-    up.gemm.batch = local_experts;
-    out.ops.push_back(up);
-    const double act_in = routed * f * gated;
-    out.ops.push_back(elementwise_op("expert_act", (act_in + routed * f) * d.e, act_in * d.e, 2.0, act_flop * routed * f));
-    Op down = gemm_op("expert_down", per_expert, d.h, f, routed * f * d.e);
-    down.gemm.batch = local_experts;
-    out.ops.push_back(down);
+    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / local_experts, local_experts,
+        static_cast<double>(m.moe.expert_ffn_hidden) / tp, routed * d.h * d.e);
     if (s.ep > 1) {
         out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
+    if (shared)
+        ffn(out, m, s, d, {"shared_up", "shared_act", "shared_down"}, d.tokens, 1,
+            static_cast<double>(m.moe.shared_experts * m.moe.shared_expert_ffn_hidden) / tp, in_saved);
 }
 
 }  // namespace
@@ -200,27 +337,15 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
     out.input_bytes = d.tokens_sp * d.h * d.e;  // sharded by sequence parallelism, as Megatron keeps it
 
-    norm(out, "attn_norm", m, d);
-    enter_tp_region(out.comms, s, full_act);
-    const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
-    out.ops.push_back(gemm_op("qkv_proj", d.tokens, qkv_n, d.h, d.tokens_sp * d.h * d.e));
-    if (m.position == PositionKind::rope)
-        out.ops.push_back(elementwise_op("rope", 2.0 * d.tokens * (d.heads + d.kv_heads) * d.d * d.e, 0.0, 2.0,
-                                         kRopeFlop * d.tokens * (d.heads + d.kv_heads) * d.d));
-    if (s.cp > 1) {
-        // Ring attention: K and V chunks travel cp-1 hops forward; backward sends them again
-        // with their gradients. Each hop hides behind the attention of the previous chunk.
-        const double chunk = 2.0 * d.tokens * d.kv_heads * d.d * d.e;
-        const double hops = static_cast<double>(s.cp - 1);
-        out.comms.push_back({"cp_kv_ring", Collective::p2p, CommGroup::cp, Pass::fwd, chunk, hops, true});
-        out.comms.push_back({"cp_kv_ring_grad", Collective::p2p, CommGroup::cp, Pass::bwd, 2.0 * chunk, hops, true});
-    }
-    attention(out, m, s, d);
-    out.ops.push_back(gemm_op("attn_out_proj", d.tokens, d.h, d.heads * d.d, d.tokens * d.heads * d.d * d.e));
+    norm(out, "attn_norm", m, d, d.h);
+    if (m.attention_kind == AttentionKind::mla)
+        mla(out, m, s, d);
+    else
+        mha(out, m, s, d);
     leave_tp_region(out.comms, s, full_act);
     residual(out, "attn_residual", m, d);
 
-    norm(out, "ffn_norm", m, d);
+    norm(out, "ffn_norm", m, d, d.h);
     enter_tp_region(out.comms, s, full_act);
     feed_forward(out, m, s, d, kind);
     leave_tp_region(out.comms, s, full_act);
@@ -242,10 +367,10 @@ LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
 LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
     LayerOps out;
     const Dims d = dims(m, s);
-    norm(out, "final_norm", m, d);
+    norm(out, "final_norm", m, d, d.h);
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
-    out.ops.push_back(gemm_op("lm_head", d.tokens, v, d.h, d.tokens_sp * d.h * d.e));
+    weight_gemm(out, s, "lm_head", {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none);
     // Training keeps the output layer in bf16 under fp8/fp4 (see Op); a serving engine's choice
     // is its weight_precision.
     out.ops.back().keep_activation_precision = with_loss;

@@ -21,6 +21,7 @@ struct Op {
     OpKind kind = OpKind::elementwise;
     GemmShape gemm;              // gemm, batched_gemm
     bool weight = false;         // B is a weight: a weight-gradient GEMM runs in backward
+    bool frozen = false;         // a weight not trained (LoRA's base): no weight-gradient GEMM
     // Fused attention: one kernel over all heads.
     double attn_flop = 0;        // executed forward FLOP (causal blocks skipped)
     double attn_model_flop = 0;  // forward FLOP by the usual convention (full s x s)
@@ -68,6 +69,8 @@ struct LayerShape {
     bool sequence_parallel = false;
     double act_bytes = 2;      // bytes per activation element
     double kv_bytes = 2;       // bytes per K/V element kept in the cache
+    bool decode = false;       // one new token per sequence against a cache (MLA absorbs its up-projections)
+    LoraSpec lora;             // LoRA training: base weights frozen, adapters beside the targets
 };
 
 struct LayerOps {

@@ -1,8 +1,33 @@
 #include "model/model_spec.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 namespace sm {
+
+namespace {
+constexpr std::pair<FfnAct, std::string_view> kFfnActNames[] = {
+    {FfnAct::gelu, "gelu"}, {FfnAct::swiglu, "swiglu"}, {FfnAct::squared_relu, "squared-relu"}, {FfnAct::geglu, "geglu"}};
+}  // namespace
+
+std::string_view to_string(FfnAct a) {
+    for (const auto& [act, name] : kFfnActNames)
+        if (act == a) return name;
+    return "gelu";
+}
+
+std::optional<FfnAct> parse_ffn_act(std::string_view s) {
+    for (const auto& [act, name] : kFfnActNames)
+        if (name == s) return act;
+    return std::nullopt;
+}
+
+std::vector<std::string> ffn_act_names() {
+    std::vector<std::string> v;
+    for (const auto& [act, name] : kFfnActNames) v.emplace_back(name);
+    return v;
+}
 
 LayerKind layer_kind(const ModelSpec& m, int64_t layer) {
     const bool moe = m.moe.enabled() && layer >= m.moe.first_dense_layers && (layer + 1) % m.moe.interval == 0;
@@ -27,34 +52,114 @@ std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
     return out;
 }
 
-ParamCount count_params(const ModelSpec& m) {
+namespace {
+
+// One weight matrix of a block as its authors describe it (unsharded), and the LoRA target it
+// belongs to.
+struct Matrix {
+    double in = 0, out = 0;
+    LoraTarget target = LoraTarget::linear_qkv;
+};
+
+// Up to five matrices, held inline: count_params runs in the search's hot path, which allocates
+// nothing.
+struct Matrices {
+    std::array<Matrix, 5> m{};
+    size_t n = 0;
+    void add(Matrix x) { m[n++] = x; }
+    [[nodiscard]] const Matrix* begin() const { return m.data(); }
+    [[nodiscard]] const Matrix* end() const { return m.data() + n; }
+};
+
+// The attention's matrices: Q/K/V (fused as Megatron's linear_qkv) and the output projection, or
+// MLA's down and up projections (all of them Megatron's linear_q*/linear_kv* modules, adapted
+// under the linear_qkv target) and its output projection.
+Matrices attention_matrices(const ModelSpec& m) {
     const double h = static_cast<double>(m.hidden);
-    const double kv = static_cast<double>(m.kv_dim());
+    const double heads = static_cast<double>(m.heads);
+    Matrices v;
+    if (m.attention_kind == AttentionKind::mha) {
+        v.add({h, h + 2.0 * static_cast<double>(m.kv_dim()), LoraTarget::linear_qkv});
+        v.add({h, h, LoraTarget::linear_proj});
+        return v;
+    }
+    const MlaSpec& a = m.mla;
+    const double q_out = heads * static_cast<double>(a.qk_head_dim());
+    if (a.q_lora_rank > 0) {
+        v.add({h, static_cast<double>(a.q_lora_rank), LoraTarget::linear_qkv});
+        v.add({static_cast<double>(a.q_lora_rank), q_out, LoraTarget::linear_qkv});
+    } else {
+        v.add({h, q_out, LoraTarget::linear_qkv});
+    }
+    v.add({h, static_cast<double>(a.cache_dim()), LoraTarget::linear_qkv});
+    v.add({static_cast<double>(a.kv_lora_rank), heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim),
+           LoraTarget::linear_qkv});
+    v.add({heads * static_cast<double>(a.v_head_dim), h, LoraTarget::linear_proj});
+    return v;
+}
+
+Matrices ffn_matrices(const ModelSpec& m, double f) {
+    const double h = static_cast<double>(m.hidden);
+    Matrices v;
+    v.add({h, (gated(m.ffn_act) ? 2.0 : 1.0) * f, LoraTarget::linear_fc1});
+    v.add({f, h, LoraTarget::linear_fc2});
+    return v;
+}
+
+// Parameters of a set of matrices (with biases when the model has them) and of their adapters.
+struct Sum {
+    double params = 0, adapters = 0;
+};
+
+Sum sum(const Matrices& mats, double bias, const LoraSpec& lora) {
+    Sum s;
+    const double r = static_cast<double>(lora.rank);
+    for (const Matrix& x : mats) {
+        s.params += x.in * x.out + bias * x.out;
+        if (lora.adapts(x.target)) s.adapters += r * (x.in + x.out);  // A: in x r, B: r x out
+    }
+    return s;
+}
+
+}  // namespace
+
+ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
+    const double h = static_cast<double>(m.hidden);
     const double b = m.bias ? 1.0 : 0.0;
-    const double norm = m.norm == NormKind::layernorm ? 2.0 * h : h;
+    const double norm_per_width = m.norm == NormKind::layernorm ? 2.0 : 1.0;
+    const double norm = norm_per_width * h;
 
-    // Attention: Q and output projections are h x h, K and V are h x kv_dim.
-    const double attn = h * (h + 2.0 * kv) + b * (h + 2.0 * kv) + h * h + b * h;
-
-    auto ffn_params = [&](double f) {
-        const double mats = m.ffn_act == FfnAct::swiglu ? 3.0 : 2.0;
-        const double up_bias = m.ffn_act == FfnAct::swiglu ? 2.0 * f : f;
-        return mats * h * f + b * (up_bias + h);
-    };
+    // MLA normalises its latents (q_lora_rank and kv_lora_rank wide) before the up projections.
+    const double latent_norms = m.attention_kind == AttentionKind::mla
+                                    ? norm_per_width * static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank)
+                                    : 0.0;
+    const Sum attn = sum(attention_matrices(m), b, lora);
+    auto ffn = [&](int64_t f) { return sum(ffn_matrices(m, static_cast<double>(f)), b, lora); };
+    auto full_or = [&](double adapters, double total) { return lora.enabled() ? adapters : total; };
 
     ParamCount p;
+    p.frozen_base = lora.enabled();
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
         p.layers[idx(k)] = count_layers(m, k, 0, m.layers);
+    const double common = attn.params + 2.0 * norm + latent_norms;
     LayerParams& dense = p.layer[idx(LayerKind::dense)];
-    dense.total = attn + 2.0 * norm + ffn_params(static_cast<double>(m.ffn_hidden));
+    const Sum dense_ffn = ffn(m.ffn_hidden);
+    dense.total = common + dense_ffn.params;
     dense.active = dense.total;
+    dense.trainable = full_or(attn.adapters + dense_ffn.adapters, dense.total);
     if (m.moe.enabled()) {
-        const double f = static_cast<double>(m.moe.expert_ffn_hidden);
-        const double router = h * static_cast<double>(m.moe.experts);
+        const double experts = static_cast<double>(m.moe.experts);
+        const double router = h * experts;
+        const Sum expert = ffn(m.moe.expert_ffn_hidden);
+        const Sum shared = ffn(m.moe.shared_expert_ffn_hidden);
+        const double shared_n = static_cast<double>(m.moe.shared_experts);
+        const double always = common + router + shared_n * shared.params;  // every token's
         LayerParams& moe = p.layer[idx(LayerKind::moe)];
-        moe.total = attn + 2.0 * norm + router + static_cast<double>(m.moe.experts) * ffn_params(f);
-        moe.active = attn + 2.0 * norm + router + static_cast<double>(m.moe.top_k) * ffn_params(f);
-        moe.experts = static_cast<double>(m.moe.experts) * ffn_params(f);
+        moe.experts = experts * expert.params;
+        moe.total = always + moe.experts;
+        moe.active = always + static_cast<double>(m.moe.top_k) * expert.params;
+        moe.trainable_experts = full_or(experts * expert.adapters, moe.experts);
+        moe.trainable = full_or(attn.adapters + shared_n * shared.adapters + moe.trainable_experts, moe.total);
     }
     p.embedding = static_cast<double>(m.vocab) * h;
     if (m.position == PositionKind::learned) p.embedding += static_cast<double>(m.seq_len) * h;

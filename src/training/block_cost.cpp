@@ -14,7 +14,9 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         b.bwd_s += c.bwd_s;
         b.fwd_flop += c.fwd_flop;
         b.bwd_flop += c.bwd_flop;
-        b.model_flop += 3.0 * c.fwd_model_flop;
+        // Forward, activation gradient and (for trained weights) weight gradient: a frozen
+        // weight's gradient is work the step does not need.
+        b.model_flop += (op.frozen ? 2.0 : 3.0) * c.fwd_model_flop;
         b.saved_bytes += op.saved_bytes + op.core_saved_bytes;
         b.core_saved_bytes += op.core_saved_bytes;
         const bool rerun = recompute == Recompute::full || (recompute == Recompute::selective && op.attention_core);

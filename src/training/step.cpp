@@ -18,16 +18,21 @@ struct StageParams {
     double first = 0, last = 0, experts = 0;
 };
 
-StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p) {
+// `trainable`: count what training updates (LoRA: the adapters only) instead of every weight.
+StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p, bool trainable = false) {
     const double tp = as_d(p.tp);
+    const auto all = trainable ? &LayerParams::trainable : &LayerParams::total;
+    const auto expert = trainable ? &LayerParams::trainable_experts : &LayerParams::experts;
     // The model's average block (its mix of dense and MoE blocks).
-    const double per_layer = pc.blocks(&LayerParams::total) / as_d(m.layers);
-    const double expert_layer = pc.blocks(&LayerParams::experts) / as_d(m.layers) / (tp * as_d(p.ep));
-    const double layer = (per_layer - pc.blocks(&LayerParams::experts) / as_d(m.layers)) / tp + expert_layer;
+    const double per_layer = pc.blocks(all) / as_d(m.layers);
+    const double expert_layer = pc.blocks(expert) / as_d(m.layers) / (tp * as_d(p.ep));
+    const double layer = (per_layer - pc.blocks(expert) / as_d(m.layers)) / tp + expert_layer;
     const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));
-    const double embed = pc.embedding / tp;
+    const double outside = trainable && pc.frozen_base ? 0.0 : 1.0;  // embedding, head, final norm
+    const double embed = outside * pc.embedding / tp;
     // A tied output layer keeps its own copy of the word embedding on the last stage.
-    const double head = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
+    const double head =
+        outside * ((m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm);
     const double experts = layers * expert_layer;
     if (p.pp == 1) {
         const double whole = layers * layer + embed + head;  // one stage is both first and last
@@ -70,6 +75,7 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     s.sequence_parallel = p.sequence_parallel && p.tp > 1;
     s.act_bytes = bytes_per_element(activation_precision(t.precision));
     s.kv_bytes = s.act_bytes;
+    s.lora = t.lora;
     return s;
 }
 
@@ -100,7 +106,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const CommSpans spans = place_groups(p, sys);
 
     // The model's average block (its mix of kinds); every stage is costed as `layers` of them.
-    const ParamCount pc = count_params(m);
+    const ParamCount pc = count_params(m, t.lora);
     BlockCost L;
     for (size_t k = 0; k < kLayerKinds; ++k) L.add(lc.layer[k], as_d(pc.layers[k]) / as_d(m.layers));
     // Per micro-batch on the slowest stage: the first holds the embedding, the last the head.
@@ -148,13 +154,18 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
     // Data parallelism over dp x cp replicas: gradient reduction, parameter gathers (ZeRO).
     const StageParams sp = stage_params(m, pc, p);
+    // LoRA hook: gradients, their reduction, optimizer state and step cover the trainable
+    // parameters (`tr`, the adapters); weights (and ZeRO-3's gathers of them) stay whole (`sp`).
+    const StageParams tr = t.lora.enabled() ? stage_params(m, pc, p, true) : sp;
     const double params = std::max(sp.first, sp.last);
+    const double trained = std::max(tr.first, tr.last);
     const double wbytes = stored_weight_bytes(t.precision);
     const double gbytes = bytes_per_element(t.grad_precision);
     if (p.dp * p.cp > 1) {
         const GroupSpan& g = spans.span[idx(CommGroup::dp)];
-        const double grads = params * gbytes;
-        const double weights = params * wbytes;
+        const double grads = trained * gbytes;
+        // ZeRO-3 gathers every weight for each pass; ZeRO-1/2 gather only the updated shards.
+        const double weights = (p.zero == 3 ? params : trained) * wbytes;
         const double grad_s = collective_time_s(p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter, grads, g, sys);
         const double gather_s = p.zero >= 1 ? collective_time_s(Collective::all_gather, weights, g, sys) : 0.0;
         // Windows are wall times of the passes (exposed layer traffic included), so a faster
@@ -189,8 +200,8 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
-    auto held = [&](double n, bool sharded) { return sharded ? zero_shard(n, sp.experts, p) : n; };
-    const double local = held(params, p.zero >= 1);
+    auto held = [&](double n, double experts, bool sharded) { return sharded ? zero_shard(n, experts, p) : n; };
+    const double local = held(trained, tr.experts, p.zero >= 1);
     bd.optimizer_s = memory_time_s(local * (gbytes + 2.0 * t.optimizer_state_bytes_per_param + wbytes), sys);
 
     // Overlap hides traffic behind compute, not behind other traffic: every collective crossing
@@ -228,11 +239,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
                            : p.recompute == Recompute::selective ? L.core_saved_bytes
                                                                  : 0.0;
     const double overhead = t.framework_overhead_bytes + t.comm_buffer_bytes;
-    auto stage_memory = [&](double stage_params_n, double act) {
+    auto stage_memory = [&](double stage_params_n, double trained_n, double act) {
         TrainMemory mem;
-        mem.weights_bytes = held(stage_params_n, p.zero == 3) * wbytes;
-        mem.gradients_bytes = held(stage_params_n, p.zero >= 2) * gbytes;
-        mem.optimizer_bytes = held(stage_params_n, p.zero >= 1) * t.optimizer_state_bytes_per_param;
+        mem.weights_bytes = held(stage_params_n, sp.experts, p.zero == 3) * wbytes;
+        mem.gradients_bytes = held(trained_n, tr.experts, p.zero >= 2) * gbytes;
+        mem.optimizer_bytes = held(trained_n, tr.experts, p.zero >= 1) * t.optimizer_state_bytes_per_param;
         mem.activations_bytes = act;
         mem.overhead_bytes = overhead;
         mem.peak_bytes_per_gpu = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + act + overhead;
@@ -241,8 +252,8 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double act_first = layers * act_layer * in_flight * interleave + first.saved_bytes * in_flight + working +
                              (single ? last.saved_bytes : 0.0);
     const double act_last = layers * act_layer + last.saved_bytes + working;
-    const TrainMemory m_first = stage_memory(sp.first, act_first);
-    const TrainMemory m_last = stage_memory(sp.last, act_last);
+    const TrainMemory m_first = stage_memory(sp.first, tr.first, act_first);
+    const TrainMemory m_last = stage_memory(sp.last, tr.last, act_last);
     r.memory = m_first.peak_bytes_per_gpu >= m_last.peak_bytes_per_gpu ? m_first : m_last;
     r.fits_in_memory = r.memory.peak_bytes_per_gpu <= sys.accel.memory_bytes;
     return r;

@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "core/precision.hpp"
+#include "model/model_spec.hpp"
 
 namespace sm {
 
@@ -16,6 +17,7 @@ struct TrainingSpec {
     double tp_overlap = 0.0;        // fraction of blocking TP communication hidden (TE userbuffers)
     double pp_overlap = 0.0;        // fraction of pipeline p2p hidden behind compute
     double optimizer_state_bytes_per_param = 12;  // Adam: fp32 master weights + two moments
+    LoraSpec lora;                  // training.method lora: base frozen, rank-r adapters trained
     double framework_overhead_bytes = 2.0 * 1073741824.0;  // CUDA context, allocator slack
     double comm_buffer_bytes = 0.5 * 1073741824.0;         // NCCL and bucket buffers
 };
