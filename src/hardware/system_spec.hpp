@@ -54,9 +54,15 @@ struct SystemSpec {
     Accelerator accel;
     int64_t node_gpus = 8;
     int64_t scale_up_domain = 8;  // GPUs reachable over the scale-up fabric
+    // Ranks a job places in each domain (the rest stay idle, e.g. spare trays); 0: all of them.
+    int64_t gpus_used_per_domain = 0;
     LinkLevel scale_up;
     LinkLevel scale_out;
     Efficiency eff;
+
+    [[nodiscard]] int64_t used_per_domain() const {
+        return gpus_used_per_domain > 0 && gpus_used_per_domain < scale_up_domain ? gpus_used_per_domain : scale_up_domain;
+    }
 };
 
 }  // namespace sm

@@ -163,6 +163,7 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         auto up = r.child("scale_up");
         if (!up) fail(path + ".scale_up", "nothing", "required: {domain_gpus, bw_bytes_per_s, latency_s}");
         s.scale_up_domain = up->integer("domain_gpus", s.node_gpus, 1, kMaxGpus);
+        s.gpus_used_per_domain = up->integer("gpus_used_per_domain", s.scale_up_domain, 1, s.scale_up_domain);
         s.scale_up = read_link(*up);
         up->finish();
         auto out = r.child("scale_out");

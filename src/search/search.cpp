@@ -136,7 +136,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         if (admits(plan.shapes[i], gb, mb)) t.layouts += n_zero * static_cast<int64_t>(plan.shapes[i].vp_count);
                     if (t.layouts == 0) continue;
                     plan.candidates += t.layouts;
-                    if (o.tp_within_domain && tp > c.system.scale_up_domain) {
+                    if (o.tp_within_domain && tp > c.system.used_per_domain()) {
                         plan.pruned_domain += t.layouts;
                         continue;
                     }
