@@ -240,6 +240,20 @@ TEST(Scenario, InferencePurposeRules) {
     EXPECT_TRUE(load(kBase, {"parallel.dp=4", "training.global_batch=6"}, Purpose::infer).ok());
 }
 
+// GPUs used per scale-up domain: 1 to the domain size (8 on dgx-h100), an integer.
+TEST(Scenario, GpusUsedPerDomainBounds) {
+    const char* field = "system.scale_up.gpus_used_per_domain";
+    for (const char* v : {"0", "9", "4.5", "-1", "\"8\""}) {
+        const InputError e = set_error(std::string(field) + "=" + v);
+        EXPECT_EQ(e.path, field) << v;
+        EXPECT_TRUE(contains(e.message(), "from 1 to 8")) << e.message();
+    }
+    auto s = load(kBase, {std::string(field) + "=6"});
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.value().system.used_per_domain(), 6);
+    EXPECT_EQ(load(kBase).value().system.used_per_domain(), 8);  // default: the whole domain
+}
+
 TEST(Scenario, ErrorMessageShape) {
     const InputError e = set_error("parallel.tp=0");
     EXPECT_EQ(e.message(), "parallel.tp: got 0; expected an integer from 1 to 1048576");
