@@ -49,6 +49,15 @@ struct LinkLevel {
     [[nodiscard]] double effective_bw() const { return bw_bytes_per_s * efficiency; }
 };
 
+// The second memory tier, per GPU: its share of the host's memory, of the host-GPU link (per
+// direction) and of the host memory's bandwidth (what a host-side optimizer step streams through).
+// capacity 0: the system has no host tier described.
+struct HostMemory {
+    double capacity_bytes = 0;
+    double bw_bytes_per_s = 0;
+    double memory_bw_bytes_per_s = 0;
+};
+
 struct SystemSpec {
     std::string name;
     Accelerator accel;
@@ -58,6 +67,7 @@ struct SystemSpec {
     int64_t gpus_used_per_domain = 0;
     LinkLevel scale_up;
     LinkLevel scale_out;
+    HostMemory host_memory;
     Efficiency eff;
 
     [[nodiscard]] int64_t used_per_domain() const {
