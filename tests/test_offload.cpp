@@ -17,16 +17,21 @@ using testing::tiny_gpt;
 
 HostMemory host(double bw, double memory_bw = 200e9, double capacity = 1e12) { return {capacity, bw, memory_bw}; }
 
+// An optimizer shard of 1e9 parameters: Adam's 12 bytes of state, fp32 gradients, bf16 weights.
+OffloadInput with_optimizer(OffloadInput in) {
+    in.optimizer_params = 1e9;
+    in.state_bytes_per_param = 12;
+    in.grad_bytes_per_param = 4;
+    in.weight_bytes_per_param = 2;
+    return in;
+}
+
 // 1e9 parameters in this GPU's shard, Adam's 12 bytes of state, fp32 gradients, bf16 weights,
 // a 100 GB/s link and 200 GB/s host memory: 12 GB leave HBM, the host keeps them plus a 4 GB
 // gradient copy; gradients take 4e9 / 100e9 = 0.04 s down, weights 2e9 / 100e9 = 0.02 s up, the
 // host's Adam touches 1e9 x (4 + 2 x 12 + 2) = 30 GB: 0.15 s. They stream concurrently: 0.15 s.
 TEST(Offload, OptimizerByHand) {
-    OffloadInput in;
-    in.optimizer_params = 1e9;
-    in.state_bytes_per_param = 12;
-    in.grad_bytes_per_param = 4;
-    in.weight_bytes_per_param = 2;
+    const OffloadInput in = with_optimizer({});
     const OffloadResult r = offload_cost(Offload::optimizer, in, host(100e9), 0.5);
     EXPECT_DOUBLE_EQ(r.optimizer_hbm_bytes, 12e9);
     EXPECT_DOUBLE_EQ(r.activation_hbm_bytes, 0);
@@ -65,11 +70,7 @@ TEST(Offload, ActivationsByHand) {
     // A slower one (10 GB/s: 0.1 s per layer) exposes 9 x (0.095 + 0.09) = 1.665 s.
     EXPECT_NEAR(offload_cost(Offload::activations, in, host(10e9), 0.5).exposed_s, 1.665, 1e-9);
     // Both: the sums of the two.
-    in.optimizer_params = 1e9;
-    in.state_bytes_per_param = 12;
-    in.grad_bytes_per_param = 4;
-    in.weight_bytes_per_param = 2;
-    const OffloadResult both = offload_cost(Offload::optimizer_and_activations, in, host(100e9), 0.5);
+    const OffloadResult both = offload_cost(Offload::optimizer_and_activations, with_optimizer(in), host(100e9), 0.5);
     EXPECT_DOUBLE_EQ(both.host_bytes, 16e9 + 6e9);
     EXPECT_NEAR(both.exposed_s, 0.15 + 0.045, 1e-12);
 }

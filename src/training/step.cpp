@@ -192,6 +192,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     // Second memory tier (parallel.offload, training/offload.cpp): the optimizer shard of the
     // fuller stage sets the time; each stage's memory takes its own share below.
     auto offload_of = [&](double optimizer_params, double held_layers) {
+        if (p.offload == Offload::none) return OffloadResult{};
         const OffloadInput in{optimizer_params, t.optimizer_state_bytes_per_param, gbytes, wbytes,
                               L.activation_bytes(p.recompute), held_layers, layers, mb,
                               L.fwd_wall_s, L.bwd_wall_s + L.recompute_s};
