@@ -3,19 +3,21 @@
 // figure docs/PERFORMANCE.md quotes; the argument is the thread count.
 #include <benchmark/benchmark.h>
 
+#include <string>
+
 #include "io/scenario.hpp"
 #include "search/search.hpp"
 
 namespace {
 
-sm::Scenario gpt3_search_scenario() {
-    auto doc = sm::parse_scenario_text(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
+sm::Scenario gpt3_search_scenario(const std::string& system = "dgx-a100-80gb") {
+    auto doc = sm::parse_scenario_text(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": ")" + system + R"("},
         "training": {"global_batch": 4096, "precision": "bf16"}})", "bench");
     return sm::build_scenario(doc.value(), sm::Purpose::search).value();
 }
 
-void run(benchmark::State& state, int64_t gpus, bool tp_within_domain) {
-    const sm::Scenario s = gpt3_search_scenario();
+void run(benchmark::State& state, int64_t gpus, bool tp_within_domain, const std::string& system = "dgx-a100-80gb") {
+    const sm::Scenario s = gpt3_search_scenario(system);
     const sm::TrainContext ctx{s.model, s.system, s.training};
     sm::SearchOptions o;
     o.gpus = gpus;
@@ -41,5 +43,9 @@ BENCHMARK(BM_SearchGpt3_4096_AnyTp)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecon
 // A larger machine: more dp/pp/cp splits per layer key.
 void BM_SearchGpt3_16384(benchmark::State& state) { run(state, 16384, false); }
 BENCHMARK(BM_SearchGpt3_16384)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A 72-GPU NVLink domain: group placement's non-dividing cases (domains of 64 used, or 72).
+void BM_SearchGpt3_4096_Nvl72(benchmark::State& state) { run(state, 4096, true, "gb200-nvl72"); }
+BENCHMARK(BM_SearchGpt3_4096_Nvl72)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -148,6 +148,11 @@ base="$H/../../examples/gpt3-175b-64xa100.json"
 bad "parallel.tpp" train "$base" --set parallel.tpp=2
 bad "did you mean \"tp\"" train "$base" --set parallel.tpp=2
 bad "parallel.tp" train "$base" --set parallel.tp=0
+bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=0
+bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=9
+bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=4.5
+bad "parallel.offload" train "$base" --set parallel.offload='"disk"'
+bad "parallel.offload" train "$base" --set system.preset=mi300x-8 --set parallel.offload='"optimizer"'
 bad "parallel.tp" train "$base" --set parallel.tp=-8
 bad "parallel.tp" train "$base" --set parallel.tp=1e999
 bad "parallel.tp" train "$base" --set parallel.tp=9223372036854775808

@@ -87,14 +87,15 @@ TEST(Collectives, ZeroBytesCostNothing) {
     EXPECT_EQ(ring_time_s(Collective::p2p, 0, 2, s.scale_out), 0.0);
 }
 
-// A group whose members sit `stride` ranks apart puts domain/stride of them in each domain,
-// rounded down to a divisor of the group size (every domain holds the same count).
-TEST(Collectives, PlacementRoundsToADivisor) {
+// A group whose members sit `stride` ranks apart, over `gpus` ranks filling domains of 8 in order.
+TEST(Collectives, PlacementOfUnevenGroups) {
     auto eq = [](GroupSpan g, int64_t size, int64_t l, int64_t r) { return g.size == size && g.local == l && g.remote == r; };
-    EXPECT_TRUE(eq(place_group(1, 12, 8), 12, 4, 3));  // 8 would not divide 12: 4 per domain
-    EXPECT_TRUE(eq(place_group(3, 4, 8), 4, 2, 2));    // 8 / 3 = 2 per domain
-    EXPECT_TRUE(eq(place_group(16, 4, 8), 4, 1, 4));
-    EXPECT_TRUE(eq(place_group(2, 2, 8), 2, 2, 1));
+    // Groups 0-11 and 12-23: 8 + 4 and 4 + 8 members: 4 in the emptier domain, 2 domains.
+    EXPECT_TRUE(eq(place_group(1, 12, 24, 8), 12, 4, 2));
+    // Stride 3 over 12 ranks: {0,3,6 | 9} and {1,4,7 | 10} put 1 member in a domain, {2,5 | 8,11} 2.
+    EXPECT_TRUE(eq(place_group(3, 4, 12, 8), 4, 1, 2));
+    EXPECT_TRUE(eq(place_group(16, 4, 64, 8), 4, 1, 4));
+    EXPECT_TRUE(eq(place_group(2, 2, 8, 8), 2, 2, 1));
 }
 
 // Megatron's rank order (tp fastest, then cp, dp with ep inside it, pp) on domains of 8, for
@@ -119,11 +120,12 @@ TEST(Collectives, GroupsOfALayout) {
     is(CommGroup::ep, 2, 2, 1);
     is(CommGroup::dp, 8, 4, 2);
     is(CommGroup::pp, 2, 1, 2);
-    // With dp 8 the expert group (stride tp x cp = 4) fills the domain 2 at a time: ep 4 spans 2.
+    // Megatron-Core folds dp x cp for the experts and puts ep next to tp: with dp 8, ep 4 is
+    // ranks {0, 2, 4, 6} + t, one domain (not every tp x cp = 4th rank over two domains).
     p.dp = 8;
     p.ep = 4;
-    EXPECT_EQ(place_groups(p, h100()).span[idx(CommGroup::ep)].local, 2);
-    EXPECT_EQ(place_groups(p, h100()).span[idx(CommGroup::ep)].remote, 2);
+    EXPECT_EQ(place_groups(p, h100()).span[idx(CommGroup::ep)].local, 4);
+    EXPECT_EQ(place_groups(p, h100()).span[idx(CommGroup::ep)].remote, 1);
 }
 
 }  // namespace

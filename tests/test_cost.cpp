@@ -5,6 +5,7 @@
 
 #include "comm/collectives.hpp"
 #include "hardware/cost.hpp"
+#include "parallel/placement.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -98,12 +99,12 @@ TEST(Cost, ElementwiseIsVectorComputeOrMemoryBound) {
 
 TEST(Collectives, PlaceGroups) {
     auto eq = [](GroupSpan g, int64_t l, int64_t r) { return g.local == l && g.remote == r; };
-    EXPECT_TRUE(eq(place_group(1, 8, 8), 8, 1));     // TP in one node
-    EXPECT_TRUE(eq(place_group(8, 16, 8), 1, 16));   // DP across nodes
-    EXPECT_TRUE(eq(place_group(2, 8, 8), 4, 2));     // stride 2: four per node
-    EXPECT_TRUE(eq(place_group(1, 16, 8), 8, 2));    // TP 16 spills over two nodes
-    EXPECT_TRUE(eq(place_group(4, 8, 72), 8, 1));    // NVL72 holds it all
-    EXPECT_TRUE(eq(place_group(1, 1, 8), 1, 1));
+    EXPECT_TRUE(eq(place_group(1, 8, 64, 8), 8, 1));     // TP in one node
+    EXPECT_TRUE(eq(place_group(8, 16, 128, 8), 1, 16));  // DP across nodes
+    EXPECT_TRUE(eq(place_group(2, 8, 16, 8), 4, 2));     // stride 2: four per node
+    EXPECT_TRUE(eq(place_group(1, 16, 16, 8), 8, 2));    // TP 16 spills over two nodes
+    EXPECT_TRUE(eq(place_group(4, 8, 64, 72), 8, 1));    // NVL72 holds it all
+    EXPECT_TRUE(eq(place_group(1, 1, 8, 8), 1, 1));
 }
 
 TEST(Collectives, RingAllReduce) {

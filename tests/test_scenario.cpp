@@ -240,6 +240,40 @@ TEST(Scenario, InferencePurposeRules) {
     EXPECT_TRUE(load(kBase, {"parallel.dp=4", "training.global_batch=6"}, Purpose::infer).ok());
 }
 
+// GPUs used per scale-up domain: 1 to the domain size (8 on dgx-h100), an integer.
+TEST(Scenario, GpusUsedPerDomainBounds) {
+    const char* field = "system.scale_up.gpus_used_per_domain";
+    for (const char* v : {"0", "9", "4.5", "-1", "\"8\""}) {
+        const InputError e = set_error(std::string(field) + "=" + v);
+        EXPECT_EQ(e.path, field) << v;
+        EXPECT_TRUE(contains(e.message(), "from 1 to 8")) << e.message();
+    }
+    auto s = load(kBase, {std::string(field) + "=6"});
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.value().system.used_per_domain(), 6);
+    EXPECT_EQ(load(kBase).value().system.used_per_domain(), 8);  // default: the whole domain
+}
+
+// parallel.offload: one of four spellings, and only on a system with a host memory tier.
+TEST(Scenario, OffloadChoicesAndHostMemory) {
+    for (const char* v : {"optimizer", "activations", "optimizer+activations", "none"})
+        EXPECT_TRUE(load(kBase, {std::string("parallel.offload=\"") + v + "\""}).ok()) << v;
+    EXPECT_EQ(load(kBase, {"parallel.offload=\"optimizer+activations\""}).value().parallel.offload,
+              Offload::optimizer_and_activations);
+    EXPECT_EQ(set_error("parallel.offload=\"cpu\"").path, "parallel.offload");
+    EXPECT_EQ(set_error("parallel.offload=1").path, "parallel.offload");
+    // mi300x-8 describes no host memory: offloading to it is an error naming the field.
+    const InputError e = error_of(kBase, {"system.preset=mi300x-8", "parallel.offload=\"optimizer\""});
+    EXPECT_EQ(e.path, "parallel.offload");
+    EXPECT_TRUE(contains(e.message(), "system.host_memory")) << e.message();
+    EXPECT_EQ(set_error("system.host_memory.bw_bytes_per_s=0").path, "system.host_memory.bw_bytes_per_s");
+    EXPECT_EQ(set_error("system.host_memory.capacity_bytes=-1").path, "system.host_memory.capacity_bytes");
+    // dgx-h100: 2 TB of host memory and a PCIe Gen5 x16 link per GPU.
+    const SystemSpec h100 = load(kBase).value().system;
+    EXPECT_DOUBLE_EQ(h100.host_memory.capacity_bytes, 250e9);
+    EXPECT_DOUBLE_EQ(h100.host_memory.bw_bytes_per_s, 55e9);
+}
+
 TEST(Scenario, ErrorMessageShape) {
     const InputError e = set_error("parallel.tp=0");
     EXPECT_EQ(e.message(), "parallel.tp: got 0; expected an integer from 1 to 1048576");

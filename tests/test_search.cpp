@@ -53,7 +53,7 @@ Brute brute_force(const Json& doc, int64_t gpus, Objective obj, bool tp_within_d
                                 for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
                                     for (bool sp : {false, true}) {
                                         if (sp && tp == 1) continue;
-                                        if (tp_within_domain && tp > base.system.scale_up_domain) continue;
+                                        if (tp_within_domain && tp > base.system.used_per_domain()) continue;
                                         ParallelConfig p;
                                         p.tp = tp;
                                         p.pp = pp;

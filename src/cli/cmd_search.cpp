@@ -130,7 +130,7 @@ std::string stats_text(const SearchStats& st, const SystemSpec& sys) {
                                 count(st.candidates), st.elapsed_s, count(st.evaluated), rate(per_s), st.threads,
                                 count(st.layer_costings), count(st.feasible));
     t += fmt::format("; pruned {} (tp beyond the {}-GPU scale-up domain) and {} (weights + optimizer state alone overflow memory)\n",
-                     count(st.pruned_domain), sys.scale_up_domain, count(st.pruned_memory));
+                     count(st.pruned_domain), sys.used_per_domain(), count(st.pruned_memory));
     if (st.interrupted) t += "INTERRUPTED: the best found so far.\n";
     return t;
 }

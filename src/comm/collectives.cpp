@@ -2,16 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 namespace sm {
-
-GroupSpan place_group(int64_t stride, int64_t size, int64_t domain) {
-    if (size <= 1) return {1, 1, 1};
-    int64_t local = stride >= domain ? 1 : std::min(size, std::max<int64_t>(1, domain / stride));
-    local = std::gcd(local, size);  // a clean hierarchy: every domain holds the same count
-    return {size, local, size / local};
-}
 
 double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link) {
     if (n <= 1 || bytes <= 0) return 0;

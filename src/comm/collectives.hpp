@@ -9,16 +9,13 @@
 namespace sm {
 
 // How a communication group of `size` GPUs sits on the machine: `local` members share a
-// scale-up domain, `remote` = size / local domains are joined by the scale-out network.
+// scale-up domain, `remote` domains are joined by the scale-out network (size = local x remote
+// when the group splits evenly; place_group in parallel/placement.hpp says what they mean when not).
 struct GroupSpan {
     int64_t size = 1;
     int64_t local = 1;
     int64_t remote = 1;
 };
-
-// Rank layout is tp fastest, then cp, then dp (ep inside dp), then pp: a group whose members
-// are `stride` ranks apart fills a domain of `domain` GPUs with domain/stride of them.
-GroupSpan place_group(int64_t stride, int64_t size, int64_t domain);
 
 // Time of one collective on a single level of `n` GPUs.
 double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link);

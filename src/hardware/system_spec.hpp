@@ -53,14 +53,30 @@ struct LinkLevel {
     [[nodiscard]] double effective_bw() const { return bw_bytes_per_s * efficiency; }
 };
 
+// The second memory tier, per GPU: its share of the host's memory, of the host-GPU link (per
+// direction) and of the host memory's bandwidth (what a host-side optimizer step streams through).
+// capacity 0: the system has no host tier described.
+struct HostMemory {
+    double capacity_bytes = 0;
+    double bw_bytes_per_s = 0;
+    double memory_bw_bytes_per_s = 0;
+};
+
 struct SystemSpec {
     std::string name;
     Accelerator accel;
     int64_t node_gpus = 8;
     int64_t scale_up_domain = 8;  // GPUs reachable over the scale-up fabric
+    // Ranks a job places in each domain (the rest stay idle, e.g. spare trays); 0: all of them.
+    int64_t gpus_used_per_domain = 0;
     LinkLevel scale_up;
     LinkLevel scale_out;
+    HostMemory host_memory;
     Efficiency eff;
+
+    [[nodiscard]] int64_t used_per_domain() const {
+        return gpus_used_per_domain > 0 && gpus_used_per_domain < scale_up_domain ? gpus_used_per_domain : scale_up_domain;
+    }
 };
 
 }  // namespace sm

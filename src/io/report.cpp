@@ -53,7 +53,7 @@ std::string find_non_finite(const Json& j, const std::string& path) {
 Json parallel_json(const ParallelConfig& p) {
     return Json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vp", p.vp},
                 {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
-                {"recompute", to_string(p.recompute)}};
+                {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}};
 }
 
 Json train_json(const Scenario& s, const TrainResult& r) {
@@ -80,7 +80,8 @@ Json train_json(const Scenario& s, const TrainResult& r) {
           {"gradients_bytes", m.gradients_bytes},
           {"optimizer_bytes", m.optimizer_bytes},
           {"activations_bytes", m.activations_bytes},
-          {"overhead_bytes", m.overhead_bytes}}},
+          {"overhead_bytes", m.overhead_bytes},
+          {"host_bytes", m.host_bytes}}},
         {"breakdown",
          {{"compute_s", b.compute_s},
           {"recompute_s", b.recompute_s},
@@ -90,9 +91,11 @@ Json train_json(const Scenario& s, const TrainResult& r) {
           {"pp_comm_exposed_s", b.pp_comm_exposed_s},
           {"dp_comm_exposed_s", b.dp_comm_exposed_s},
           {"cp_comm_exposed_s", b.cp_comm_exposed_s},
-          {"ep_comm_exposed_s", b.ep_comm_exposed_s}}},
+          {"ep_comm_exposed_s", b.ep_comm_exposed_s},
+          {"offload_exposed_s", b.offload_exposed_s}}},
         {"comm_link",
-         {{"tp_s", r.link.tp_s}, {"pp_s", r.link.pp_s}, {"dp_s", r.link.dp_s}, {"cp_s", r.link.cp_s}, {"ep_s", r.link.ep_s}}},
+         {{"tp_s", r.link.tp_s}, {"pp_s", r.link.pp_s}, {"dp_s", r.link.dp_s}, {"cp_s", r.link.cp_s}, {"ep_s", r.link.ep_s},
+          {"offload_s", r.link.offload_s}}},
     };
 }
 
@@ -124,6 +127,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     row("DP comm (exposed)", b.dp_comm_exposed_s, r.link.dp_s);
     row("CP comm (exposed)", b.cp_comm_exposed_s, r.link.cp_s);
     if (s.model.moe.enabled()) row("EP comm (exposed)", b.ep_comm_exposed_s, r.link.ep_s);
+    if (p.offload != Offload::none) row("offload (exposed)", b.offload_exposed_s, r.link.offload_s);
     const TrainMemory& m = r.memory;
     o += "\n  memory per GPU (fullest stage)\n";
     o += fmt::format("  {:<24} {:>12}\n", "weights", gib(m.weights_bytes));
@@ -131,6 +135,9 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     o += fmt::format("  {:<24} {:>12}\n", "optimizer state", gib(m.optimizer_bytes));
     o += fmt::format("  {:<24} {:>12}\n", "activations", gib(m.activations_bytes));
     o += fmt::format("  {:<24} {:>12}\n", "buffers + framework", gib(m.overhead_bytes));
+    if (p.offload != Offload::none)
+        o += fmt::format("  {:<24} {:>12}   ({} offloaded; of {} host memory)\n", "host memory", gib(m.host_bytes),
+                         to_string(p.offload), gib(s.system.host_memory.capacity_bytes));
     o += fmt::format("  {:<24} {:>12}   of {} -> {}\n", "peak", gib(m.peak_bytes_per_gpu), gib(s.system.accel.memory_bytes),
                      r.fits_in_memory ? "fits" : "DOES NOT FIT");
     return o;

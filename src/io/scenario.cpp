@@ -185,12 +185,19 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         auto up = r.child("scale_up");
         if (!up) fail(path + ".scale_up", "nothing", "required: {domain_gpus, bw_bytes_per_s, latency_s}");
         s.scale_up_domain = up->integer("domain_gpus", s.node_gpus, 1, kMaxGpus);
+        s.gpus_used_per_domain = up->integer("gpus_used_per_domain", s.scale_up_domain, 1, s.scale_up_domain);
         s.scale_up = read_link(*up);
         up->finish();
         auto out = r.child("scale_out");
         if (!out) fail(path + ".scale_out", "nothing", "required: {bw_bytes_per_s, latency_s}");
         s.scale_out = read_link(*out);
         out->finish();
+    }
+    if (auto h = r.child("host_memory")) {
+        s.host_memory.capacity_bytes = h->number("capacity_bytes", std::nullopt, 0.0, 1e15);
+        s.host_memory.bw_bytes_per_s = h->number("bw_bytes_per_s", std::nullopt, 1e6, 1e15);
+        s.host_memory.memory_bw_bytes_per_s = h->number("memory_bw_bytes_per_s", std::nullopt, 1e6, 1e15);
+        h->finish();
     }
     if (auto e = r.child("efficiency")) {
         Efficiency& f = s.eff;
@@ -218,7 +225,7 @@ SystemSpec read_system(const Json& j, const std::string& path) {
 }
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
-    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "microbatch", "zero", "recompute"};
+    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "microbatch", "zero", "recompute", "offload"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
     ParallelConfig p;
@@ -233,6 +240,9 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     p.zero = r.integer("zero", 0, 0, 3);
     const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
     p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+    const std::string off = r.choice("offload", "none", {"none", "optimizer", "activations", "optimizer+activations"});
+    for (Offload o : {Offload::optimizer, Offload::activations, Offload::optimizer_and_activations})
+        if (off == to_string(o)) p.offload = o;
     r.finish();
     return p;
 }
@@ -321,6 +331,9 @@ void check_training_layout(const Scenario& s) {
         require_divides(p.ep, p.dp * p.cp, "parallel.ep", "dp*cp");
     }
     require_peak(s.system, s.training.precision, "training.precision");
+    if (p.offload != Offload::none && s.system.host_memory.capacity_bytes <= 0)
+        fail("parallel.offload", fmt::format("\"{}\"", to_string(p.offload)),
+             fmt::format("\"none\": system {} describes no host memory (set system.host_memory)", s.system.name));
 }
 
 void check_inference_layout(const Scenario& s) {

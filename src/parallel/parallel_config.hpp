@@ -16,6 +16,25 @@ constexpr std::string_view to_string(Recompute r) {
     return "none";
 }
 
+// What `parallel.offload` keeps in host memory instead of HBM (src/training/offload.hpp).
+enum class Offload : uint8_t { none, optimizer, activations, optimizer_and_activations };
+
+constexpr bool offloads_optimizer(Offload o) { return o == Offload::optimizer || o == Offload::optimizer_and_activations; }
+constexpr bool offloads_activations(Offload o) {
+    return o == Offload::activations || o == Offload::optimizer_and_activations;
+}
+
+// The scenario's spelling of an offload choice.
+constexpr std::string_view to_string(Offload o) {
+    switch (o) {
+        case Offload::none: return "none";
+        case Offload::optimizer: return "optimizer";
+        case Offload::activations: return "activations";
+        case Offload::optimizer_and_activations: return "optimizer+activations";
+    }
+    return "none";
+}
+
 struct ParallelConfig {
     int64_t tp = 1;
     int64_t pp = 1;
@@ -27,6 +46,7 @@ struct ParallelConfig {
     int64_t microbatch = 1;
     int64_t zero = 0;
     Recompute recompute = Recompute::none;
+    Offload offload = Offload::none;  // held fixed by the search
 
     [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
 };

@@ -1,15 +1,92 @@
 #include "parallel/placement.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 namespace sm {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+// One group, members a + stride j (0 <= j < size), with stride < used and stride coprime to
+// used (place_group divides out their gcd): every domain between the first and the last
+// member's holds at least one member.
+GroupSpan split_of(int64_t a, int64_t stride, int64_t size, int64_t used) {
+    const int64_t d0 = a / used;
+    const int64_t d1 = (a + stride * (size - 1)) / used;
+    if (d0 == d1) return {size, size, 1};
+    // Members below rank x.
+    auto below = [&](int64_t x) { return std::clamp<int64_t>(ceil_div(x - a, stride), 0, size); };
+    int64_t fewest = std::min(below((d0 + 1) * used), size - below(d1 * used));
+    // A full domain holds q = used / stride members, or q + 1: q + 1 when its first member sits
+    // less than used mod stride ranks past its edge. That offset steps by used mod stride from one
+    // domain to the next (coprime to stride), so stride domains in a row include a q.
+    const int64_t q = used / stride;
+    const int64_t middle = d1 - d0 - 1;
+    if (middle > 0 && fewest > q) {
+        if (stride == 1 || middle >= stride) return {size, q, d1 - d0 + 1};
+        for (int64_t m = d0 + 1; m < d1 && fewest > q; ++m)
+            fewest = std::min(fewest, below((m + 1) * used) - below(m * used));
+    }
+    return {size, fewest, d1 - d0 + 1};
+}
+
+// Whether group x is slower than group y across domains: each of the `local` NICs carries a
+// (remote - 1) / remote share of bytes / local (ring over the domains); ties go to more domains.
+bool slower(const GroupSpan& x, const GroupSpan& y) {
+    const int64_t lhs = (x.remote - 1) * y.remote * y.local;
+    const int64_t rhs = (y.remote - 1) * x.remote * x.local;
+    return lhs != rhs ? lhs > rhs : x.remote > y.remote;
+}
+
+}  // namespace
+
+GroupSpan place_group(int64_t stride, int64_t size, int64_t gpus, int64_t used) {
+    if (size <= 1) return {1, 1, 1};
+    if (gpus <= used) return {size, size, 1};    // the whole job in one domain
+    if (stride >= used) return {size, 1, size};  // every member in its own domain
+    const int64_t span = stride * size;  // ranks one run of groups covers
+    if (used % stride == 0) {  // the common case, before any gcd
+        if (used % span == 0) return {size, size, 1};                   // runs tile a domain
+        if (span % used == 0) return {size, used / stride, span / used};  // runs cover whole domains
+    }
+    // Domain edges and group starts are multiples of g = gcd(stride, used) apart, so counting in
+    // cells of g ranks changes no count: stride and used become coprime.
+    const int64_t g = std::gcd(stride, used);
+    stride /= g;
+    used /= g;
+    gpus /= g;
+    const int64_t block = stride * size;
+    // Uneven: the split depends on where a group starts within a domain, a mod used. Starts are
+    // o + block k (0 <= o < stride); block k mod used takes every multiple of G = gcd(block, used)
+    // and repeats after used / G runs. When all of them occur, the start farthest into a domain
+    // is the slowest group: it spans the most domains and has the smallest possible piece in its
+    // first domain (G contiguous ranks, or 1 member when the offsets fill the gaps).
+    const int64_t G = std::gcd(block, used);
+    const int64_t runs = std::min(gpus / block, used / G);
+    if (runs == used / G && (stride == 1 || stride >= G))
+        return split_of(stride == 1 ? used - G : used - 1, stride, size, used);
+    GroupSpan worst{size, size, 1};
+    for (int64_t k = 0; k < runs; ++k)
+        for (int64_t o = 0; o < stride; ++o) {
+            const GroupSpan s = split_of(o + (block * k) % used, stride, size, used);
+            if (slower(s, worst)) worst = s;
+        }
+    return worst;
+}
 
 CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     CommSpans c;
-    const int64_t d = s.scale_up_domain;
-    c.span[idx(CommGroup::tp)] = place_group(1, p.tp, d);
-    c.span[idx(CommGroup::cp)] = place_group(p.tp, p.cp, d);
-    c.span[idx(CommGroup::ep)] = place_group(p.tp * p.cp, p.ep, d);
-    c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, d);  // gradients reduce over dp x cp
-    c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, d);
+    const int64_t n = p.gpus();
+    const int64_t u = s.used_per_domain();
+    c.span[idx(CommGroup::tp)] = place_group(1, p.tp, n, u);
+    c.span[idx(CommGroup::cp)] = place_group(p.tp, p.cp, n, u);
+    // Megatron-Core's expert rank generator (parallel_state.py: tp, ep, dp with cp = 1, order
+    // tp-cp-ep-dp-pp) folds dp x cp and takes ep next to tp: expert groups are tp ranks apart.
+    c.span[idx(CommGroup::ep)] = place_group(p.tp, p.ep, n, u);
+    c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, n, u);  // gradients reduce over dp x cp
+    c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, n, u);
     return c;
 }
 

@@ -57,6 +57,7 @@ struct Plan {
     std::vector<int64_t> vps;
     std::vector<int64_t> zeros;
     std::vector<Task> tasks;
+    Offload offload = Offload::none;
     int64_t candidates = 0, pruned_domain = 0;
 };
 
@@ -67,8 +68,9 @@ bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
 // A lower bound on every layout of this shape and ZeRO stage: the step model with zero
 // per-layer costs keeps weights, gradients, optimizer state and fixed overheads, the parts
 // no micro-batch, schedule or recompute choice changes; activations only add to it.
-double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero) {
+double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, Offload offload) {
     ParallelConfig p;
+    p.offload = offload;
     p.tp = s.tp;
     p.cp = s.cp;
     p.ep = s.ep;
@@ -86,6 +88,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     const int64_t n = o.gpus;
     const int64_t gb = c.training.global_batch;
     Plan plan;
+    plan.offload = f.offload;
     for (int64_t z = 0; z <= 3; ++z)
         if (allowed(f.zero, z)) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
@@ -115,7 +118,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         if (allowed(f.vp, vp) && (vp == 1 || pp > 1)) plan.vps.push_back(vp);
                     s.vp_count = plan.vps.size() - s.vp_begin;
                     if (s.vp_count == 0) continue;
-                    for (int64_t z : plan.zeros) s.static_bytes[static_cast<size_t>(z)] = static_memory_bytes(c, s, z);
+                    for (int64_t z : plan.zeros) s.static_bytes[static_cast<size_t>(z)] = static_memory_bytes(c, s, z, plan.offload);
                     plan.shapes.push_back(s);
                 }
                 if (plan.shapes.size() > begin) groups.push_back({begin, plan.shapes.size()});
@@ -139,7 +142,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         if (admits(plan.shapes[i], gb, mb)) t.layouts += n_zero * static_cast<int64_t>(plan.shapes[i].vp_count);
                     if (t.layouts == 0) continue;
                     plan.candidates += t.layouts;
-                    if (o.tp_within_domain && tp > c.system.scale_up_domain) {
+                    if (o.tp_within_domain && tp > c.system.used_per_domain()) {
                         plan.pruned_domain += t.layouts;
                         continue;
                     }
@@ -188,6 +191,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, Objective 
     p.sequence_parallel = t.sp;
     p.recompute = t.recompute;
     p.microbatch = t.microbatch;
+    p.offload = plan.offload;
     std::optional<LayerCosts> costs;  // one cost_layers per key, only if some layout needs it
     for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
         const Shape& s = plan.shapes[i];
@@ -273,6 +277,7 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     if (held("zero")) f.zero = p.zero;
     if (held("sequence_parallel")) f.sequence_parallel = p.sequence_parallel;
     if (held("recompute")) f.recompute = p.recompute;
+    f.offload = p.offload;  // held, given or not: searching it would multiply the space by 4
     return f;
 }
 

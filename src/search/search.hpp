@@ -33,6 +33,7 @@ struct LayoutConstraints {
     std::optional<int64_t> tp, pp, dp, cp, ep, vp, microbatch, zero;
     std::optional<bool> sequence_parallel;
     std::optional<Recompute> recompute;
+    Offload offload = Offload::none;  // always held (default none)
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);
 

@@ -1,5 +1,7 @@
 #include "training/step.hpp"
 
+#include "training/offload.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -204,6 +206,20 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double local = held(trained, tr.experts, p.zero >= 1);
     bd.optimizer_s = memory_time_s(local * (gbytes + 2.0 * t.optimizer_state_bytes_per_param + wbytes), sys);
 
+    // Second memory tier (parallel.offload, training/offload.cpp): the optimizer shard of the
+    // fuller stage sets the time; each stage's memory takes its own share below.
+    auto offload_of = [&](double optimizer_params, double held_layers) {
+        if (p.offload == Offload::none) return OffloadResult{};
+        const OffloadInput in{optimizer_params, t.optimizer_state_bytes_per_param, gbytes, wbytes,
+                              L.activation_bytes(p.recompute), held_layers, layers, mb,
+                              L.fwd_wall_s, L.bwd_wall_s + L.recompute_s};
+        return offload_cost(p.offload, in, sys.host_memory, bd.optimizer_s);
+    };
+    const OffloadResult offload = offload_of(local, layers);
+    bd.optimizer_s -= offload.gpu_optimizer_s_saved;
+    bd.offload_exposed_s = offload.exposed_s;
+    r.link.offload_s = offload.link_s;
+
     // Overlap hides traffic behind compute, not behind other traffic: every collective crossing
     // the scale-out network shares each GPU's NIC, so the step lasts at least their sum. What
     // overlap claimed beyond that is exposed after all (booked as data-parallel, the overlapped kind).
@@ -239,23 +255,27 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
                            : p.recompute == Recompute::selective ? L.core_saved_bytes
                                                                  : 0.0;
     const double overhead = t.framework_overhead_bytes + t.comm_buffer_bytes;
-    auto stage_memory = [&](double stage_params_n, double trained_n, double act) {
+    auto stage_memory = [&](double stage_params_n, double trained_n, double act, double held_layers) {
         TrainMemory mem;
+        const double optimizer_params = held(trained_n, tr.experts, p.zero >= 1);
+        const OffloadResult off = offload_of(optimizer_params, held_layers);
         mem.weights_bytes = held(stage_params_n, sp.experts, p.zero == 3) * wbytes;
         mem.gradients_bytes = held(trained_n, tr.experts, p.zero >= 2) * gbytes;
-        mem.optimizer_bytes = held(trained_n, tr.experts, p.zero >= 1) * t.optimizer_state_bytes_per_param;
-        mem.activations_bytes = act;
+        mem.optimizer_bytes = optimizer_params * t.optimizer_state_bytes_per_param - off.optimizer_hbm_bytes;
+        mem.activations_bytes = act - off.activation_hbm_bytes;
         mem.overhead_bytes = overhead;
-        mem.peak_bytes_per_gpu = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + act + overhead;
+        mem.host_bytes = off.host_bytes;
+        mem.peak_bytes_per_gpu = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.activations_bytes + overhead;
         return mem;
     };
     const double act_first = layers * act_layer * in_flight * interleave + first.saved_bytes * in_flight + working +
                              (single ? last.saved_bytes : 0.0);
     const double act_last = layers * act_layer + last.saved_bytes + working;
-    const TrainMemory m_first = stage_memory(sp.first, tr.first, act_first);
-    const TrainMemory m_last = stage_memory(sp.last, tr.last, act_last);
+    const TrainMemory m_first = stage_memory(sp.first, tr.first, act_first, layers * in_flight * interleave);
+    const TrainMemory m_last = stage_memory(sp.last, tr.last, act_last, layers);
     r.memory = m_first.peak_bytes_per_gpu >= m_last.peak_bytes_per_gpu ? m_first : m_last;
-    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= sys.accel.memory_bytes;
+    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= sys.accel.memory_bytes &&
+                       std::max(m_first.host_bytes, m_last.host_bytes) <= sys.host_memory.capacity_bytes;
     return r;
 }
 

@@ -17,6 +17,7 @@ struct TrainMemory {
     double optimizer_bytes = 0;
     double activations_bytes = 0;
     double overhead_bytes = 0;   // communication buffers + framework allowance
+    double host_bytes = 0;       // offloaded to host memory (parallel.offload); not in the peak
     double peak_bytes_per_gpu = 0;
 };
 
@@ -30,15 +31,17 @@ struct TrainBreakdown {
     double dp_comm_exposed_s = 0;
     double cp_comm_exposed_s = 0;
     double ep_comm_exposed_s = 0;
+    double offload_exposed_s = 0;  // host link transfers not hidden + a host-side optimizer step
     [[nodiscard]] double sum() const {
         return compute_s + recompute_s + bubble_s + optimizer_s + tp_comm_exposed_s + pp_comm_exposed_s +
-               dp_comm_exposed_s + cp_comm_exposed_s + ep_comm_exposed_s;
+               dp_comm_exposed_s + cp_comm_exposed_s + ep_comm_exposed_s + offload_exposed_s;
     }
 };
 
 // Time on the wire per step, before overlap.
 struct TrainLinkTimes {
     double tp_s = 0, pp_s = 0, dp_s = 0, cp_s = 0, ep_s = 0;
+    double offload_s = 0;  // host link, both directions
 };
 
 struct TrainResult {

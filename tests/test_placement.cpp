@@ -1,0 +1,169 @@
+// Group placement by real rank order: ranks fill scale-up domains in order, `used` per domain.
+// Expectations are worked out by hand below, and a brute-force oracle enumerates every rank of
+// random layouts, builds each group from the rank's coordinates, and counts members per domain.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "parallel/placement.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+SystemSpec domains_of(int64_t domain, int64_t used) {
+    SystemSpec s;
+    s.scale_up_domain = domain;
+    s.gpus_used_per_domain = used;
+    return s;
+}
+
+ParallelConfig layout(int64_t tp, int64_t cp, int64_t dp, int64_t pp, int64_t ep = 1) {
+    ParallelConfig p;
+    p.tp = tp;
+    p.cp = cp;
+    p.dp = dp;
+    p.pp = pp;
+    p.ep = ep;
+    return p;
+}
+
+void expect_span(const GroupSpan& g, int64_t size, int64_t local, int64_t remote) {
+    EXPECT_EQ(g.size, size);
+    EXPECT_EQ(g.local, local);
+    EXPECT_EQ(g.remote, remote);
+}
+
+const GroupSpan& dp_of(const CommSpans& c) { return c.span[idx(CommGroup::dp)]; }
+
+// Issue 8: tp 2, dp 64 (128 GPUs) on NVL72 racks run as 64 GPUs each. The dp group is every
+// second rank of 0-127: ranks 0-63 (32 members) in rack 0, 64-127 (32) in rack 1. The old gcd
+// rule gave gcd(72 / 2, 64) = 4 per domain and 16 domains.
+TEST(Placement, Nvl72RunAs64) {
+    const CommSpans c = place_groups(layout(2, 1, 64, 1), domains_of(72, 64));
+    expect_span(dp_of(c), 64, 32, 2);
+    expect_span(c.span[idx(CommGroup::tp)], 2, 2, 1);
+}
+
+// The same job on all 72 GPUs of each rack: ranks 0-71 (36 even ranks) in rack 0, 72-127 (28)
+// in rack 1: the emptier side has 28 NICs for the cross-rack phase.
+TEST(Placement, Nvl72RunAs72) {
+    expect_span(dp_of(place_groups(layout(2, 1, 64, 1), domains_of(72, 72))), 64, 28, 2);
+}
+
+// tp 2, dp 64, pp 4 (512 GPUs) on racks of 72: counted in pairs of ranks (one tp pair each) a
+// rack holds 36 pairs and each stage's dp group 64 consecutive pairs starting at pair 0, 64, 128,
+// 192, i.e. at 0, 28, 20, 12 within a rack. Splits: 36+28 | 8+36+20 | 16+36+12 | 24+36+4. The
+// cross-rack term (remote-1)/(remote local) is largest for 24+36+4: 2/(3x4) = 1/6 (vs 1/56,
+// 1/12, 1/18): that group is the slowest and sets the collective.
+TEST(Placement, StagesStartAtDifferentOffsetsInARack) {
+    expect_span(dp_of(place_groups(layout(2, 1, 64, 4), domains_of(72, 72))), 64, 4, 3);
+    // Run as 64 per rack, every stage's group is again 32 + 32.
+    expect_span(dp_of(place_groups(layout(2, 1, 64, 4), domains_of(72, 64))), 64, 32, 2);
+}
+
+// tp 2 x dp 36 fills a rack of 72 exactly: one domain, whatever pp stacks on top.
+TEST(Placement, Tp2Dp36FillsARack) {
+    expect_span(dp_of(place_groups(layout(2, 1, 36, 1), domains_of(72, 72))), 36, 36, 1);
+    expect_span(dp_of(place_groups(layout(2, 1, 36, 3), domains_of(72, 72))), 36, 36, 1);
+    // Stages are 72 ranks apart: one per rack.
+    expect_span(place_groups(layout(2, 1, 36, 3), domains_of(72, 72)).span[idx(CommGroup::pp)], 3, 1, 3);
+}
+
+// tp 8 divides 72: never split. tp 16 over 144 GPUs: groups at 0, 16, 32, 48 sit in rack 0,
+// the one at 64 holds 64-71 and 72-79 (8 + 8), the rest sit in rack 1 (80-143).
+TEST(Placement, TensorGroupsAcrossARackEdge) {
+    expect_span(place_groups(layout(8, 1, 18, 1), domains_of(72, 72)).span[idx(CommGroup::tp)], 8, 8, 1);
+    expect_span(place_groups(layout(16, 1, 9, 1), domains_of(72, 72)).span[idx(CommGroup::tp)], 16, 8, 2);
+    // Used as 64 per rack, 16 divides it: no group straddles.
+    expect_span(place_groups(layout(16, 1, 8, 1), domains_of(72, 64)).span[idx(CommGroup::tp)], 16, 16, 1);
+}
+
+// A job no bigger than one domain's used GPUs never leaves it; 8 GPUs per DGX node, dp across
+// nodes with tp 8: one member per node.
+TEST(Placement, WholeJobInOneDomainAndOnePerNode) {
+    expect_span(dp_of(place_groups(layout(1, 1, 64, 1), domains_of(72, 64))), 64, 64, 1);
+    expect_span(dp_of(place_groups(layout(1, 1, 65, 1), domains_of(72, 64))), 65, 1, 2);  // 64 + 1
+    expect_span(dp_of(place_groups(layout(8, 1, 16, 1), domains_of(8, 8))), 16, 1, 16);
+}
+
+// ---- The brute-force oracle -------------------------------------------------------------------
+
+// Every group of one kind: members listed by enumerating all ranks. Rank coordinates follow
+// Megatron: r = t + tp (c + cp (d + dp q)) for the dense groups; for the experts the dp x cp
+// ranks are folded and re-cut as r = t + tp (e + ep (f + (dp cp / ep) q)).
+std::vector<std::vector<int64_t>> groups_by_enumeration(const ParallelConfig& p, CommGroup kind) {
+    const int64_t n = p.gpus();
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, std::vector<int64_t>> groups;
+    for (int64_t r = 0; r < n; ++r) {
+        const int64_t t = r % p.tp;
+        const int64_t c = (r / p.tp) % p.cp;
+        const int64_t d = (r / (p.tp * p.cp)) % p.dp;
+        const int64_t q = r / (p.tp * p.cp * p.dp);
+        const int64_t f = (r / (p.tp * p.ep)) % (p.dp * p.cp / p.ep);
+        std::tuple<int64_t, int64_t, int64_t, int64_t> key;
+        switch (kind) {
+            case CommGroup::tp: key = {c, d, q, 0}; break;
+            case CommGroup::cp: key = {t, d, q, 0}; break;
+            case CommGroup::dp: key = {t, q, 0, 0}; break;  // dp x cp
+            case CommGroup::ep: key = {t, f, q, 0}; break;
+            case CommGroup::pp: key = {t, c, d, 0}; break;
+        }
+        groups[key].push_back(r);
+    }
+    std::vector<std::vector<int64_t>> out;
+    for (auto& [k, members] : groups) out.push_back(members);
+    return out;
+}
+
+// The slowest group: largest cross-domain bandwidth term (domains-1)/(domains x fewest), then
+// the most domains.
+GroupSpan slowest_by_enumeration(const ParallelConfig& p, CommGroup kind, int64_t used) {
+    GroupSpan worst{};
+    double worst_term = -1;
+    for (const auto& members : groups_by_enumeration(p, kind)) {
+        std::map<int64_t, int64_t> per_domain;
+        for (int64_t r : members) ++per_domain[r / used];
+        int64_t fewest = static_cast<int64_t>(members.size());
+        for (const auto& [dom, count] : per_domain) fewest = std::min(fewest, count);
+        const auto domains = static_cast<int64_t>(per_domain.size());
+        const double term = static_cast<double>(domains - 1) / (static_cast<double>(domains) * static_cast<double>(fewest));
+        if (term > worst_term || (term == worst_term && domains > worst.remote)) {
+            worst_term = term;
+            worst = {static_cast<int64_t>(members.size()), fewest, domains};
+        }
+    }
+    if (worst.size <= 1) return {1, 1, 1};
+    return worst;
+}
+
+TEST(Placement, AgreesWithBruteForceOnRandomLayouts) {
+    std::mt19937_64 rng(20261122);
+    auto pick = [&](std::initializer_list<int64_t> v) { return *(v.begin() + static_cast<long>(rng() % v.size())); };
+    for (int trial = 0; trial < 1000; ++trial) {
+        ParallelConfig p = layout(pick({1, 2, 3, 4, 6, 8, 16}), pick({1, 2, 3, 4}), pick({1, 2, 3, 4, 5, 8, 12, 16, 36, 64}),
+                                  pick({1, 2, 3, 4, 8}));
+        std::vector<int64_t> eps;
+        for (int64_t e = 1; e <= p.dp * p.cp; ++e)
+            if (p.dp * p.cp % e == 0) eps.push_back(e);
+        p.ep = eps[rng() % eps.size()];
+        const int64_t domain = pick({1, 2, 4, 8, 16, 18, 36, 64, 72, 80});
+        const int64_t used = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(domain));
+        const CommSpans c = place_groups(p, domains_of(domain, used));
+        for (CommGroup g : {CommGroup::tp, CommGroup::cp, CommGroup::dp, CommGroup::ep, CommGroup::pp}) {
+            const GroupSpan want = slowest_by_enumeration(p, g, used);
+            const GroupSpan got = c.span[idx(g)];
+            ASSERT_TRUE(got.size == want.size && got.local == want.local && got.remote == want.remote)
+                << "tp " << p.tp << " cp " << p.cp << " dp " << p.dp << " pp " << p.pp << " ep " << p.ep << " domain "
+                << domain << " used " << used << " group " << idx(g) << ": got " << got.size << "/" << got.local << "/"
+                << got.remote << " want " << want.size << "/" << want.local << "/" << want.remote;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sm
