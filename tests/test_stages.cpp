@@ -53,7 +53,9 @@ TEST(Stages, Llama405bEmbeddingAndLossSlotsOnPp8Vp8) {
     EXPECT_EQ(s.gpu_layers(7), 15);
     int64_t total = 0;
     for (int64_t j = 0; j < 64; ++j) {
-        if (j > 0) EXPECT_EQ(s.chunk_begin(j), s.chunk_begin(j - 1) + s.chunk_layers(j - 1)) << j;  // contiguous
+        if (j > 0) {
+            EXPECT_EQ(s.chunk_begin(j), s.chunk_begin(j - 1) + s.chunk_layers(j - 1)) << j;  // contiguous
+        }
         total += s.chunk_layers(j);
     }
     EXPECT_EQ(total, 126);

@@ -96,14 +96,18 @@ PipelineSplit default_split(int64_t layers, const ParallelConfig& p) {
 
 StageLoad stage_load(const ModelSpec& m, const StageSplit& s, int64_t gpu) {
     StageLoad out;
+    out.embedding = gpu == 0;
+    out.head = gpu == s.pp - 1;
+    if (!m.moe.enabled()) {  // one kind: the count is all there is (the search's hot path)
+        out.layers = out.blocks[idx(LayerKind::dense)] = s.gpu_layers(gpu);
+        return out;
+    }
     for (int64_t v = 0; v < s.vp; ++v) {
         const int64_t j = gpu + v * s.pp;
         const int64_t begin = s.chunk_begin(j), end = begin + s.chunk_layers(j);
         for (size_t k = 0; k < kLayerKinds; ++k) out.blocks[k] += count_layers(m, static_cast<LayerKind>(k), begin, end);
         out.layers += end - begin;
     }
-    out.embedding = gpu == 0;
-    out.head = gpu == s.pp - 1;
     return out;
 }
 

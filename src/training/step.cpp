@@ -36,14 +36,25 @@ bool grads_partitioned(const ParallelConfig& p, const TrainingSpec& t) {
 // in; derived once per layout, so a stage costs a few multiply-adds.
 struct StageRates {
     std::array<double, kLayerKinds> time_s{}, params{}, experts{}, act_bytes{}, working_bytes{};
+    std::array<double, kLayerKinds> fwd_window_s{}, bwd_window_s{};  // wall times of the passes
     double embed_time_s = 0, head_time_s = 0;
     double embed_params = 0, head_params = 0;
     double embed_act = 0, head_act = 0;
+    // Bytes a GPU keeps per dense and per expert parameter of its stage, ZeRO partitioning
+    // included: weights, gradients, optimizer state.
+    std::array<double, 2> weight_bytes{}, grad_bytes{}, optimizer_bytes{};
 };
 
-StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p, const LayerCosts& lc) {
+StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p, const TrainingSpec& t,
+                       const LayerCosts& lc) {
     StageRates r;
     const double tp = as_d(p.tp);
+    const double replicas[2] = {as_d(p.dp * p.cp), as_d(p.dp * p.cp) / as_d(p.ep)};
+    for (size_t e = 0; e < 2; ++e) {
+        r.weight_bytes[e] = stored_weight_bytes(t.precision) / (p.zero == 3 ? replicas[e] : 1.0);
+        r.grad_bytes[e] = bytes_per_element(t.grad_precision) / (grads_partitioned(p, t) ? replicas[e] : 1.0);
+        r.optimizer_bytes[e] = t.optimizer_state_bytes_per_param / (p.zero >= 1 ? replicas[e] : 1.0);
+    }
     for (size_t k = 0; k < kLayerKinds; ++k) {
         const BlockCost& b = lc.layer[k];
         const LayerParams& lp = pc.layer[k];
@@ -51,6 +62,8 @@ StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelC
         r.experts[k] = lp.experts / (tp * as_d(p.ep));
         r.params[k] = (lp.total - lp.experts) / tp + r.experts[k];
         r.act_bytes[k] = b.activation_bytes(p.recompute);
+        r.fwd_window_s[k] = b.fwd_wall_s;
+        r.bwd_window_s[k] = b.bwd_wall_s + b.recompute_s;
         // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored
         // input) under full recompute, the attention core under selective.
         r.working_bytes[k] = p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
@@ -98,12 +111,12 @@ StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_fl
     return f;
 }
 
-TrainMemory stage_memory(const StageFigures& f, const ParallelConfig& p, const TrainingSpec& t) {
-    auto held = [&](double n, double experts, bool sharded) { return sharded ? zero_shard(n, experts, p) : n; };
+TrainMemory stage_memory(const StageFigures& f, const StageRates& r, const TrainingSpec& t) {
+    const double dense = f.params - f.experts;
     TrainMemory mem;
-    mem.weights_bytes = held(f.params, f.experts, p.zero == 3) * stored_weight_bytes(t.precision);
-    mem.gradients_bytes = held(f.params, f.experts, grads_partitioned(p, t)) * bytes_per_element(t.grad_precision);
-    mem.optimizer_bytes = held(f.params, f.experts, p.zero >= 1) * t.optimizer_state_bytes_per_param;
+    mem.weights_bytes = dense * r.weight_bytes[0] + f.experts * r.weight_bytes[1];
+    mem.gradients_bytes = dense * r.grad_bytes[0] + f.experts * r.grad_bytes[1];
+    mem.optimizer_bytes = dense * r.optimizer_bytes[0] + f.experts * r.optimizer_bytes[1];
     mem.activations_bytes = f.activations;
     mem.overhead_bytes = t.framework_overhead_bytes + t.comm_buffer_bytes;
     mem.peak_bytes_per_gpu =
@@ -157,7 +170,7 @@ PipelineScan scan_pipeline(const ModelSpec& m, const ParamCount& pc, const Stage
             s.most_experts = f.experts;
             s.fullest = load;
         }
-        const TrainMemory mem = stage_memory(f, p, t);
+        const TrainMemory mem = stage_memory(f, rates, t);
         if (mem.peak_bytes_per_gpu > s.peak.peak_bytes_per_gpu) {
             s.peak = mem;
             s.peak_gpu = g;
@@ -197,8 +210,10 @@ void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpan
     link.pp_s = 2.0 * mb * vp * hop;
     double steady = link.pp_s;
     if (c.training.overlap_p2p_comm && vp > 1) {
+        // What hides still slows the compute it hides behind (overlap_interference, as for DP).
         const double fwd = slowest.fwd_wall_s / vp, bwd = (slowest.bwd_wall_s + slowest.recompute_s) / vp;
-        steady = mb * vp * (std::max(0.0, hop - fwd) + std::max(0.0, hop - bwd));
+        const double exposed = mb * vp * (std::max(0.0, hop - fwd) + std::max(0.0, hop - bwd));
+        steady = exposed + sys.eff.overlap_interference * (link.pp_s - exposed);
     }
     bd.pp_comm_exposed_s = (1.0 - c.training.pp_overlap) * (steady + 2.0 * (as_d(p.pp) - 1.0) * hop);
 }
@@ -209,6 +224,7 @@ void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpan
 // `spacing` seconds after the previous chunk's (the cooldown runs one group of micro-batches
 // per chunk), so the early shares hide behind the later chunks' backward too.
 double exposed_reduction(double link, double window, double layers, int64_t chunks, double spacing) {
+    if (chunks == 1) return std::max(link / layers, link - window);
     const double share = link / as_d(chunks), own = window / as_d(chunks);
     double end = -std::numeric_limits<double>::infinity();  // relative to the end of the backward
     for (int64_t v = chunks - 1; v >= 0; --v) end = std::max(end, -as_d(v) * spacing - own) + share;
@@ -219,7 +235,7 @@ double exposed_reduction(double link, double window, double layers, int64_t chun
 // the GPU with the most parameters. Expert parameters have dp x cp / ep replicas (the ep ranks
 // are carved out of dp x cp): their gradients reduce over that smaller group.
 void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const PipelineScan& scan,
-                        const LayerCosts& lc, double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
+                        const StageRates& rates, const LayerCosts& lc, double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
     if (p.dp * p.cp == 1) return;
     const SystemSpec& sys = c.system;
     const TrainingSpec& t = c.training;
@@ -230,7 +246,7 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
     const double dense = split_experts ? scan.most_params - scan.most_experts : scan.most_params;
     const double experts = split_experts ? scan.most_experts : 0.0;
     const GroupSpan& g = spans.span[idx(CommGroup::dp)];
-    const GroupSpan ge = place_group(p.tp * p.ep, expert_replicas, sys.scale_up_domain);
+    const GroupSpan ge = split_experts ? place_group(p.tp * p.ep, expert_replicas, sys.scale_up_domain) : g;
     auto over_replicas = [&](Collective k, double bytes_per_param) {
         double s = collective_time_s(k, dense * bytes_per_param, g, sys);
         if (experts > 0 && expert_replicas > 1) s += collective_time_s(k, experts * bytes_per_param, ge, sys);
@@ -242,10 +258,17 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
 
     // Windows are wall times of the passes (exposed layer traffic included), so a faster GPU
     // never exposes more data-parallel traffic than it saves.
-    const BlockCost stage = stage_block(scan.fullest, lc);
+    double fwd_window = 0, bwd_window = 0;
+    for (size_t k = 0; k < kLayerKinds; ++k) {
+        fwd_window += as_d(scan.fullest.blocks[k]) * rates.fwd_window_s[k];
+        bwd_window += as_d(scan.fullest.blocks[k]) * rates.bwd_window_s[k];
+    }
+    for (const auto& [held, b] : {std::pair{scan.fullest.embedding, &lc.embedding}, std::pair{scan.fullest.head, &lc.head}})
+        if (held) {
+            fwd_window += b->fwd_wall_s;
+            bwd_window += b->bwd_wall_s + b->recompute_s;
+        }
     const double layers = std::max(1.0, as_d(scan.fullest.layers));
-    const double bwd_window = stage.bwd_wall_s + stage.recompute_s;
-    const double fwd_window = stage.fwd_wall_s;
     // What hides still slows the compute (NCCL kernels take SMs and HBM bandwidth).
     const double slow = sys.eff.overlap_interference;
     const int64_t vp = p.pp > 1 ? p.vp : 1;
@@ -353,7 +376,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         q.vp = 1;
         cut = split_layers(m.layers, q);
     }
-    const StageRates rates = stage_rates(m, pc, p, lc);
+    const StageRates rates = stage_rates(m, pc, p, t, lc);
     const PipelineScan scan = scan_pipeline(m, pc, cut.split, rates, p, t, mb);
     r.slowest_stage = scan.slowest_gpu;
     r.peak_stage = scan.peak_gpu;
@@ -362,7 +385,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     TrainBreakdown& bd = r.breakdown;
     schedule(slowest, mb, pp, vp, bd, r.link);
     pipeline_p2p(c, p, spans, slowest, mb, vp, bd, r.link);
-    data_parallel_sync(c, p, spans, scan, lc, mb, bd, r.link);
+    data_parallel_sync(c, p, spans, scan, rates, lc, mb, bd, r.link);
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
@@ -406,7 +429,7 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
     if (!cut.ok()) return out;
     const StageSplit& split = cut.split;
     const LayerCosts lc = cost_layers(c, p);
-    const StageRates rates = stage_rates(c.model, count_params(c.model), p, lc);
+    const StageRates rates = stage_rates(c.model, count_params(c.model), p, c.training, lc);
     const double mb = std::ceil(as_d(c.training.global_batch) / as_d(p.dp * p.microbatch));
     for (int64_t g = 0; g < split.pp; ++g) {
         StageReport s;
@@ -419,7 +442,7 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
         s.micro_batch = stage_block(s.load, lc);
         s.micro_batch_s = s.micro_batch.total_s();
         s.in_flight = micro_batches_in_flight(split.pp, split.vp, g, mb);
-        s.memory = stage_memory(stage_figures(s.load, rates, s.in_flight), p, c.training);
+        s.memory = stage_memory(stage_figures(s.load, rates, s.in_flight), rates, c.training);
         out.push_back(std::move(s));
     }
     return out;
