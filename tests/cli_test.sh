@@ -237,6 +237,10 @@ figure tokens_per_s_per_gpu 149.83
 figure mfu 0.5169
 figure peak_bytes_per_gpu "$(awk -v g=$GIB 'BEGIN { print 61.81 * g }')"
 figure weights_bytes "$(awk -v g=$GIB 'BEGIN { print 5.22 * g }')"
+# The pipeline GPUs: Llama 3.1 405B's 126 layers on pp 8 x vp 8 (Megatron's embedding/loss slots):
+# GPU 0 holds 15 layers (0, 15-16, ...) and the embedding; the JSON lists every GPU.
+WANT="embedding_loss split" good train "$ex/gpt3-175b-64xa100.json" --stages --set model.preset=llama3.1-405b --set parallel.vp=8
+WANT='"chunks"' good train "$ex/gpt3-175b-64xa100.json" --format json --set model.preset=llama3.1-405b --set parallel.vp=8
 good infer "$ex/infer-llama2-70b-h100.json" --format json
 figure ttft_s 1.133
 figure tpot_s 0.022137

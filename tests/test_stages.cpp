@@ -227,18 +227,12 @@ TEST(Stages, PeakMemoryIsTheLargestStage) {
 }
 
 // Data-parallel gradients of expert weights reduce over their dp x cp / ep replicas, not over
-// all dp x cp ranks. tiny MoE (tests/test_moe_memory.cpp: per GPU 196,160 dense parameters and
+// all dp x cp ranks. tiny_moe (tests/test_helpers.hpp: per GPU 196,160 dense parameters and
 // 786,432 / ep expert ones), dp 4, ep 2, ZeRO 0, in one 8-GPU domain at 100 GB/s: fp32 gradients,
 // the dense all-reduce over 4 ranks moves 2 x 3/4 x 4 x 196,160 bytes; the expert one over 2 ranks
 // 2 x 1/2 x 4 x 393,216 bytes.
 TEST(Stages, ExpertGradientsReduceOverTheirReplicas) {
-    ModelSpec m = tiny_gpt();
-    m.layers = 4;
-    m.ffn_act = FfnAct::swiglu;
-    m.norm = NormKind::rmsnorm;
-    m.bias = false;
-    m.position = PositionKind::rope;
-    m.moe = {8, 2, 128};
+    const ModelSpec m = testing::tiny_moe();
     ParallelConfig p;
     p.dp = 4;
     p.ep = 2;
