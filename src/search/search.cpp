@@ -137,11 +137,19 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                     }
                     s.vp_count = plan.vps.size() - s.vp_begin;
                     if (s.vp_count == 0) continue;
-                    // A lower bound over the shape's splits: the smallest of theirs.
+                    // A lower bound over the shape's splits: the smallest of theirs. A GPU's
+                    // layers under one split do not depend on vp (L/pp even, (L+2)/pp - 1 at the
+                    // ends with the slots), so one vp per split is costed.
                     for (int64_t z : plan.zeros) {
                         double low = std::numeric_limits<double>::infinity();
-                        for (size_t v = 0; v < s.vp_count; ++v)
-                            low = std::min(low, static_memory_bytes(c, s, z, plan.vps[s.vp_begin + v], f));
+                        uint32_t seen = 0;
+                        for (size_t v = 0; v < s.vp_count; ++v) {
+                            const Interleave& iv = plan.vps[s.vp_begin + v];
+                            const uint32_t bit = 1u << static_cast<unsigned>(iv.split);
+                            if (seen & bit) continue;
+                            seen |= bit;
+                            low = std::min(low, static_memory_bytes(c, s, z, iv, f));
+                        }
                         s.static_bytes[static_cast<size_t>(z)] = low;
                     }
                     plan.shapes.push_back(s);
