@@ -71,6 +71,22 @@ inline ModelSpec tiny_gpt() {
     return m;
 }
 
+// A small mixture of experts: tiny_gpt with 4 layers, SwiGLU experts (8 of them, top-2, expert
+// FFN 128), RMSNorm, no biases, rotary positions, vocab 1000, untied head. By hand, per layer:
+// attention 4h^2 = 16,384, two norms 2h = 128, router 8h = 512 (dense: 17,024), experts
+// 8 x 3 x 64 x 128 = 196,608; per GPU 196,160 dense parameters beside them (embedding 64,000,
+// head 64,000, final norm 64).
+inline ModelSpec tiny_moe() {
+    ModelSpec m = tiny_gpt();
+    m.layers = 4;
+    m.ffn_act = FfnAct::swiglu;
+    m.norm = NormKind::rmsnorm;
+    m.bias = false;
+    m.position = PositionKind::rope;
+    m.moe = {8, 2, 128};
+    return m;
+}
+
 // The training workload of a hand case: `global_batch` sequences, defaults otherwise.
 inline TrainingSpec batch_of(int64_t global_batch, bool dp_overlap = true) {
     TrainingSpec t;

@@ -21,19 +21,8 @@ namespace {
 using testing::round_system;
 using testing::step_over;
 
-// 4 layers, h = 64, 4 heads (MHA), SwiGLU experts: 8 of them, top-2, expert FFN 128; RMSNorm, no
-// biases, rotary positions, vocab 1000, untied head. By hand, per layer: attention 4h^2 = 16,384,
-// two norms 2h = 128, router 8h = 512 (dense: 17,024), experts 8 x 3 x 64 x 128 = 196,608.
-ModelSpec tiny_moe() {
-    ModelSpec m = testing::tiny_gpt();
-    m.layers = 4;
-    m.ffn_act = FfnAct::swiglu;
-    m.norm = NormKind::rmsnorm;
-    m.bias = false;
-    m.position = PositionKind::rope;
-    m.moe = {8, 2, 128};
-    return m;
-}
+using testing::tiny_moe;
+
 constexpr double kFinalNorm = 64;
 constexpr double kDense = 4 * 17024 + 64000 + 64000 + kFinalNorm;  // 196,160 (embedding, head, final norm)
 constexpr double kExperts = 4 * 196608;                             // 786,432

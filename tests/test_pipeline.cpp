@@ -122,9 +122,10 @@ TEST(Pipeline, LinkTimesPerStep) {
     EXPECT_NEAR(r.link.ep_s, 2 * 4 * 3 * ms, 1e-15);
 }
 
-// Activations held by the first stage under 1F1B: min(pp, m) micro-batches of its layers, times
-// Korthikanti et al. 2022 (sec. 4.2.3)'s interleaving factor 1 + (p - 1)/(p v); plus, for the
-// layer in backward, what recompute rebuilt. Per layer: 1 GB saved, of which 0.2 GB attention
+// Activations held by the first stage under 1F1B: min(pp, m) micro-batches of its layers and the
+// embedding; interleaved, Megatron's 2 (p - 1) + (v - 1) p + 1 chunk micro-batches over v, which is
+// p times Korthikanti et al. 2022 (sec. 4.2.3)'s factor 1 + (p - 1)/(p v), for the embedding too
+// (it rides on chunk 0); plus, for the layer in backward, what recompute rebuilt. Per layer: 1 GB saved, of which 0.2 GB attention
 // core, 0.1 GB input; the embedding keeps 0.05 GB per micro-batch, the head 0.3 GB.
 TEST(Pipeline, ActivationsInFlightAndInterleavingFactor) {
     const ModelSpec m = tiny_gpt();
@@ -140,13 +141,13 @@ TEST(Pipeline, ActivationsInFlightAndInterleavingFactor) {
         p.recompute = rc;
         return step_over(m, s, batch_of(gb), p, c).memory.activations_bytes;
     };
-    // pp 4, v 2, 8 micro-batches: 4 in flight x 2 layers x 1.375.
-    EXPECT_DOUBLE_EQ(act(4, 2, 8, Recompute::none), 2 * 1e9 * 4 * 1.375 + 4 * 0.05e9);
+    // pp 4, v 2, 8 micro-batches: 4 x 1.375 = 5.5 in flight of 2 layers and the embedding.
+    EXPECT_DOUBLE_EQ(act(4, 2, 8, Recompute::none), 2 * 1e9 * 4 * 1.375 + 4 * 1.375 * 0.05e9);
     EXPECT_DOUBLE_EQ(act(4, 1, 8, Recompute::none), 2 * 1e9 * 4 + 4 * 0.05e9);
     // Selective keeps 0.8 GB per layer and rebuilds the 0.2 GB core of the layer in backward.
-    EXPECT_DOUBLE_EQ(act(4, 2, 8, Recompute::selective), 2 * 0.8e9 * 4 * 1.375 + 4 * 0.05e9 + 0.2e9);
+    EXPECT_DOUBLE_EQ(act(4, 2, 8, Recompute::selective), 2 * 0.8e9 * 4 * 1.375 + 4 * 1.375 * 0.05e9 + 0.2e9);
     // Full keeps the 0.1 GB input and rebuilds the other 0.9 GB of one layer.
-    EXPECT_DOUBLE_EQ(act(4, 2, 8, Recompute::full), 2 * 0.1e9 * 4 * 1.375 + 4 * 0.05e9 + 0.9e9);
+    EXPECT_DOUBLE_EQ(act(4, 2, 8, Recompute::full), 2 * 0.1e9 * 4 * 1.375 + 4 * 1.375 * 0.05e9 + 0.9e9);
     // Two micro-batches: only two in flight.
     EXPECT_DOUBLE_EQ(act(4, 1, 2, Recompute::none), 2 * 1e9 * 2 + 2 * 0.05e9);
     // One micro-batch: the last stage (2 layers and the head, 2.3 GB) outgrows the first (2.05 GB).

@@ -164,7 +164,11 @@ TEST(Properties, ZeroStatesFollowTheStage) {
         const TrainMemory& m = run(s).memory;
         const double n = static_cast<double>(s.parallel.dp * s.parallel.cp);
         const int64_t z = s.parallel.zero;
-        const double w_div = z == 3 ? n : 1, g_div = z >= 2 ? n : 1, o_div = z >= 1 ? n : 1;
+        // ZeRO 2 partitions gradients only when it reduces them every micro-batch (DeepSpeed,
+        // the default without pipeline parallelism); with pp > 1 the default is Megatron's fp32
+        // accumulation buffer, reduced once per step (training.grad_reduce).
+        const bool per_mb = s.parallel.pp == 1 || s.training.grad_reduce == GradReduce::per_microbatch;
+        const double w_div = z == 3 ? n : 1, g_div = z == 3 || (z == 2 && per_mb) ? n : 1, o_div = z >= 1 ? n : 1;
         EXPECT_NEAR(m.gradients_bytes / m.weights_bytes, 2 * w_div / g_div, 1e-12 * w_div);
         EXPECT_NEAR(m.optimizer_bytes / m.weights_bytes, 6 * w_div / o_div, 1e-12 * w_div);
     });
@@ -233,7 +237,11 @@ TEST(Properties, MoreShardingNeverNeedsMoreWeightMemory) {
             EXPECT_LE(states, states0 * (1 + kTol)) << what << ": weights + gradients + optimizer";
         };
         check("tp x2", [&](Json& d) { d["parallel"]["tp"] = p["tp"].get<int64_t>() * 2; });
-        check("pp x2", [&](Json& d) { d["parallel"]["pp"] = p["pp"].get<int64_t>() * 2; });  // skipped unless it divides
+        // Skipped unless some split runs it; ZeRO-2's reduction held (auto switches it with pp > 1).
+        check("pp x2", [&](Json& d) {
+            d["parallel"]["pp"] = p["pp"].get<int64_t>() * 2;
+            d["training"]["grad_reduce"] = p["pp"].get<int64_t>() == 1 ? "per_microbatch" : "per_step";
+        });
         check("zero + 1", [&](Json& d) { d["parallel"]["zero"] = std::min<int64_t>(3, p["zero"].get<int64_t>() + 1); });
         check("ep x2", [&](Json& d) { d["parallel"]["ep"] = p["ep"].get<int64_t>() * 2; });
     });

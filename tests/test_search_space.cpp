@@ -59,32 +59,38 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
     f.sequence_parallel = false;
     const SearchOptions o = options(4, 100);
     const SearchResult r = search_layouts({m, sys, t}, f, o);
-    // (tp, pp, dp): (1,1,4) (1,2,2) (2,1,2) (2,2,1) (4,1,1); pp 2 at tp 4 leaves half a GPU.
-    EXPECT_EQ(r.stats.candidates, 5);
+    // (tp, pp, dp): (1,1,4) (1,2,2) (2,1,2) (2,2,1) (4,1,1); pp 2 at tp 4 leaves half a GPU. Two
+    // layers also cut Megatron's way, embedding and loss as one slot each (4 slots): pp 2 x vp 2
+    // (chunks: embedding | layer 0 | layer 1 | loss) at tp 1 and 2, and pp 4 at tp 1 (GPU 0 the
+    // embedding alone, GPUs 1 and 2 a layer each, GPU 3 the head): 8 layouts.
+    EXPECT_EQ(r.stats.candidates, 8);
     EXPECT_EQ(r.stats.pruned_domain, 1);     // tp 4 spans two 2-GPU domains
     EXPECT_EQ(r.stats.pruned_memory, 1);     // tp 1 pp 1: 18 x 86,848 + 1e6 = 2,563,264 B > 2e6
-    EXPECT_EQ(r.stats.evaluated, 3);         // 18 x 43,456 + 1e6 = 1,782,208 and 1,391,680 B fit
+    // 18 x 43,456 + 1e6 = 1,782,208 B (pp 2, either vp: the last GPU holds a layer and the head),
+    // 18 x 36,992 + 1e6 (pp 4: a layer) and 1,391,680 B (tp 2) fit.
+    EXPECT_EQ(r.stats.evaluated, 6);
     EXPECT_EQ(r.stats.layer_costings, 2);    // one per tensor-parallel degree
-    EXPECT_EQ(r.stats.feasible, 3);
-    ASSERT_EQ(r.best.size(), 3u);
+    EXPECT_EQ(r.stats.feasible, 6);
+    ASSERT_EQ(r.best.size(), 6u);
     for (const SearchHit& h : r.best) {
         EXPECT_FALSE(h.layout.tp == 1 && h.layout.pp == 1);
         EXPECT_EQ(h.layout.tp * h.layout.pp * h.layout.dp, 4);
+        EXPECT_EQ(h.layout.split, h.layout.pp * h.layout.vp == 4 ? PipelineSplit::embedding_loss : PipelineSplit::even);
     }
-    // Sequence parallelism free: a second copy of each tp > 1 shape (at tp 1 it is the same
-    // layout and is not counted twice): 5 + 3 = 8 layouts, 2 of them at tp 4.
+    // Sequence parallelism free: a second copy of each tp > 1 layout (at tp 1 it is the same
+    // layout and is not counted twice): 8 + 4 = 12 layouts, 2 of them at tp 4.
     f.sequence_parallel.reset();
     const SearchResult sp = search_layouts({m, sys, t}, f, o);
-    EXPECT_EQ(sp.stats.candidates, 8);
+    EXPECT_EQ(sp.stats.candidates, 12);
     EXPECT_EQ(sp.stats.pruned_domain, 2);
     EXPECT_EQ(sp.stats.pruned_memory, 1);
-    EXPECT_EQ(sp.stats.evaluated, 5);
+    EXPECT_EQ(sp.stats.evaluated, 9);
     EXPECT_EQ(sp.stats.layer_costings, 3);  // tp 1; tp 2 without and with SP
     // Micro-batches of 2: dp 4 leaves one sequence per replica, so tp 1 pp 1 drops out.
     f.sequence_parallel = false;
     f.microbatch = 2;
     const SearchResult mb2 = search_layouts({m, sys, t}, f, o);
-    EXPECT_EQ(mb2.stats.candidates, 4);
+    EXPECT_EQ(mb2.stats.candidates, 7);
     EXPECT_EQ(mb2.stats.pruned_memory, 0);
 }
 

@@ -13,12 +13,14 @@ Runner add_train(CLI::App& app) {
         std::vector<std::string> sets;
         std::string format = "text";
         bool ops = false;
+        bool stages = false;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("train", "Predict one training step: time, breakdown, memory");
     cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (default: built-in GPT-3 175B on 64 A100s)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_flag("--stages", o->stages, "also show each pipeline GPU: its layers, one micro-batch's time, its memory");
     cmd->add_flag("--ops", o->ops, "also show the per-GPU op list of one micro-batch (shapes, FLOP, bytes, times)");
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
@@ -27,6 +29,8 @@ Runner add_train(CLI::App& app) {
         note_assumptions(*s, Purpose::train);
         const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
         Json j = train_json(*s, r);
+        const std::vector<StageReport> stages = training_stages({s->model, s->system, s->training}, s->parallel);
+        j["stages"] = stages_json(stages);
         if (o->ops) j["ops"] = training_ops_json(*s);
         if (!r.fits_in_memory)
             std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; "
@@ -34,7 +38,10 @@ Runner add_train(CLI::App& app) {
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(j);
             case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
-            case Format::text: return emit_checked(j, train_text(*s, r) + (o->ops ? training_ops_text(*s) : ""));
+            case Format::text:
+                return emit_checked(j, train_text(*s, r) +
+                                           (o->stages ? stages_text(s->parallel, stages, s->system.accel.memory_bytes) : "") +
+                                           (o->ops ? training_ops_text(*s) : ""));
         }
         return kExitOk;
     };

@@ -51,9 +51,67 @@ std::string find_non_finite(const Json& j, const std::string& path) {
 }
 
 Json parallel_json(const ParallelConfig& p) {
-    return Json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vp", p.vp},
-                {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
-                {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}};
+    Json j{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vp", p.vp},
+           {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
+           {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}};
+    if (p.split == PipelineSplit::first_last) {
+        j["first_stage_layers"] = p.first_stage_layers;
+        j["last_stage_layers"] = p.last_stage_layers;
+    } else {
+        j["pipeline_split"] = to_string(p.split);
+    }
+    return j;
+}
+
+Json memory_json(const TrainMemory& m) {
+    return Json{{"peak_bytes_per_gpu", m.peak_bytes_per_gpu}, {"weights_bytes", m.weights_bytes},
+                {"gradients_bytes", m.gradients_bytes},       {"optimizer_bytes", m.optimizer_bytes},
+                {"activations_bytes", m.activations_bytes},   {"overhead_bytes", m.overhead_bytes}};
+}
+
+Json stages_json(const std::vector<StageReport>& stages) {
+    Json out = Json::array();
+    for (const StageReport& s : stages) {
+        Json chunks = Json::array();
+        for (const auto& c : s.chunks) chunks.push_back({{"first_layer", c.first_layer}, {"layers", c.layers}});
+        const BlockCost& b = s.micro_batch;
+        out.push_back({{"gpu", s.gpu},
+                       {"layers", s.load.layers},
+                       {"dense_layers", s.load.blocks[idx(LayerKind::dense)]},
+                       {"moe_layers", s.load.blocks[idx(LayerKind::moe)]},
+                       {"embedding", s.load.embedding},
+                       {"head", s.load.head},
+                       {"chunks", chunks},
+                       {"micro_batch_s", s.micro_batch_s},
+                       {"fwd_s", b.fwd_s},
+                       {"bwd_s", b.bwd_s},
+                       {"recompute_s", b.recompute_s},
+                       {"comm_exposed_s", b.exposed_comm_s()},
+                       {"microbatches_in_flight", s.in_flight},
+                       {"memory", memory_json(s.memory)}});
+    }
+    return out;
+}
+
+std::string stages_text(const ParallelConfig& p, const std::vector<StageReport>& stages, double capacity_bytes) {
+    std::string o = fmt::format("\n  pipeline stages (pp {} x vp {}, {} split)\n", p.pp, p.pp > 1 ? p.vp : 1, to_string(p.split));
+    o += fmt::format("  {:>4} {:>7}  {:<28} {:<10} {:>14} {:>9} {:>12}\n", "GPU", "layers", "layer ranges", "ends",
+                     "per micro-batch", "in flight", "memory");
+    for (const StageReport& s : stages) {
+        std::string ranges;
+        for (const auto& c : s.chunks) {
+            if (!ranges.empty()) ranges += ",";
+            ranges += c.layers == 0   ? std::string("-")
+                      : c.layers == 1 ? std::to_string(c.first_layer)
+                                      : fmt::format("{}-{}", c.first_layer, c.first_layer + c.layers - 1);
+        }
+        if (ranges.size() > 28) ranges = ranges.substr(0, 25) + "...";
+        const std::string ends = s.load.embedding && s.load.head ? "emb+head" : s.load.embedding ? "embedding" : s.load.head ? "head" : "";
+        o += fmt::format("  {:>4} {:>7}  {:<28} {:<10} {:>14} {:>9.2f} {:>12}{}\n", s.gpu, s.load.layers, ranges, ends,
+                         seconds(s.micro_batch_s), s.in_flight, gib(s.memory.peak_bytes_per_gpu),
+                         s.memory.peak_bytes_per_gpu > capacity_bytes ? "  over" : "");
+    }
+    return o;
 }
 
 Json train_json(const Scenario& s, const TrainResult& r) {
@@ -96,6 +154,8 @@ Json train_json(const Scenario& s, const TrainResult& r) {
         {"comm_link",
          {{"tp_s", r.link.tp_s}, {"pp_s", r.link.pp_s}, {"dp_s", r.link.dp_s}, {"cp_s", r.link.cp_s}, {"ep_s", r.link.ep_s},
           {"offload_s", r.link.offload_s}}},
+        {"slowest_stage", r.slowest_stage},
+        {"peak_stage", r.peak_stage},
     };
 }
 
@@ -129,7 +189,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     if (s.model.moe.enabled()) row("EP comm (exposed)", b.ep_comm_exposed_s, r.link.ep_s);
     if (p.offload != Offload::none) row("offload (exposed)", b.offload_exposed_s, r.link.offload_s);
     const TrainMemory& m = r.memory;
-    o += "\n  memory per GPU (fullest stage)\n";
+    o += fmt::format("\n  memory per GPU (pipeline GPU {}, the largest; GPU {} sets the pace)\n", r.peak_stage, r.slowest_stage);
     o += fmt::format("  {:<24} {:>12}\n", "weights", gib(m.weights_bytes));
     o += fmt::format("  {:<24} {:>12}\n", "gradients", gib(m.gradients_bytes));
     o += fmt::format("  {:<24} {:>12}\n", "optimizer state", gib(m.optimizer_bytes));

@@ -6,6 +6,7 @@
 
 #include "io/embedded.hpp"
 #include "io/read_file.hpp"
+#include "parallel/pipeline_split.hpp"
 
 namespace sm {
 
@@ -225,7 +226,8 @@ SystemSpec read_system(const Json& j, const std::string& path) {
 }
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
-    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "microbatch", "zero", "recompute", "offload"};
+    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "microbatch", "zero", "recompute",
+                                       "offload", "first_stage_layers", "last_stage_layers"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
     ParallelConfig p;
@@ -243,6 +245,17 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     const std::string off = r.choice("offload", "none", {"none", "optimizer", "activations", "optimizer+activations"});
     for (Offload o : {Offload::optimizer, Offload::activations, Offload::optimizer_and_activations})
         if (off == to_string(o)) p.offload = o;
+    // "auto" (the default) is resolved against the model in resolve_pipeline_split; a named split
+    // is held by the search.
+    const std::string split = r.choice("pipeline_split", "auto", {"auto", "even", "embedding_loss", "embedding", "loss", "uniform"});
+    for (PipelineSplit ps : {PipelineSplit::even, PipelineSplit::embedding_loss, PipelineSplit::embedding, PipelineSplit::loss,
+                             PipelineSplit::uniform})
+        if (split == to_string(ps)) {
+            p.split = ps;
+            given.insert("pipeline_split");
+        }
+    p.first_stage_layers = r.integer("first_stage_layers", 0, 0, 100000);
+    p.last_stage_layers = r.integer("last_stage_layers", 0, 0, 100000);
     r.finish();
     return p;
 }
@@ -256,6 +269,10 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
     t.dp_overlap = r.boolean("dp_overlap", t.dp_overlap);
     t.tp_overlap = r.number("tp_overlap", t.tp_overlap, 0.0, 1.0);
     t.pp_overlap = r.number("pp_overlap", t.pp_overlap, 0.0, 1.0);
+    t.overlap_p2p_comm = r.boolean("overlap_p2p_comm", t.overlap_p2p_comm);
+    t.grad_sync_per_chunk = r.boolean("grad_sync_per_chunk", t.grad_sync_per_chunk);
+    const std::string gr = r.choice("grad_reduce", "auto", {"auto", "per_step", "per_microbatch"});
+    t.grad_reduce = gr == "per_step" ? GradReduce::per_step : gr == "per_microbatch" ? GradReduce::per_microbatch : GradReduce::automatic;
     t.optimizer_state_bytes_per_param = r.number("optimizer_state_bytes_per_param", t.optimizer_state_bytes_per_param, 0.0, 64.0);
     t.framework_overhead_bytes = r.number("framework_overhead_bytes", t.framework_overhead_bytes, 0.0, 1e13);
     t.comm_buffer_bytes = r.number("comm_buffer_bytes", t.comm_buffer_bytes, 0.0, 1e13);
@@ -311,6 +328,33 @@ void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
                         "model.moe.shared_experts * shared_expert_ffn_hidden");
 }
 
+// `auto` becomes default_split; explicit first/last stage layers are Megatron's uneven split,
+// which Megatron refuses to combine with the embedding/loss accounting (and so do we).
+void resolve_pipeline_split(Scenario& s) {
+    ParallelConfig& p = s.parallel;
+    if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+        if (s.parallel_given.count("pipeline_split"))
+            fail("parallel.pipeline_split", fmt::format("\"{}\"", to_string(p.split)),
+                 "\"auto\" (or left out) when parallel.first_stage_layers or last_stage_layers is set");
+        p.split = PipelineSplit::first_last;
+    } else if (!s.parallel_given.count("pipeline_split")) {
+        p.split = default_split(s.model.layers, p);
+    }
+}
+
+void check_pipeline_split(const ModelSpec& m, const ParallelConfig& p) {
+    const SplitOutcome cut = split_layers(m.layers, p);
+    if (cut.ok()) return;
+    if (p.split == PipelineSplit::first_last)
+        fail(p.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
+             fmt::format("first {} / last {} of {} layers on pp {} vp {}", p.first_stage_layers, p.last_stage_layers, m.layers,
+                         p.pp, p.vp),
+             cut.problem);
+    if (p.split == PipelineSplit::uniform && p.vp > 1) fail("parallel.vp", std::to_string(p.vp), cut.problem);
+    fail("parallel.pp", fmt::format("pp*vp = {} ({} split, {} layers)", p.pp * p.vp, to_string(p.split), m.layers),
+         cut.problem);
+}
+
 void check_training_layout(const Scenario& s) {
     const ModelSpec& m = s.model;
     const ParallelConfig& p = s.parallel;
@@ -319,8 +363,7 @@ void check_training_layout(const Scenario& s) {
              fmt::format("at most {} GPUs", kMaxGpus));
     check_tensor_parallel(m, p);
     if (p.vp > 1 && p.pp == 1) fail("parallel.vp", std::to_string(p.vp), "interleaving (vp > 1) needs pp > 1");
-    if (m.layers % (p.pp * p.vp) != 0)
-        fail("parallel.pp", fmt::format("pp*vp = {}", p.pp * p.vp), fmt::format("must divide model.layers ({})", m.layers));
+    check_pipeline_split(m, p);
     require_divides(p.cp, m.seq_len, "parallel.cp", "model.seq_len");
     if (s.training.global_batch % (p.dp * p.microbatch) != 0)
         fail("training.global_batch", std::to_string(s.training.global_batch),
@@ -434,6 +477,7 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         for (const char* k : {"parallel", "training", "inference"})
             if (doc.contains(k)) resolved[k] = doc[k];
         s.resolved = std::move(resolved);
+        resolve_pipeline_split(s);
         if (purpose == Purpose::train) check_training_layout(s);
         if (purpose == Purpose::infer) check_inference_layout(s);
         if (purpose == Purpose::search) require_peak(s.system, s.training.precision, "training.precision");

@@ -35,6 +35,22 @@ constexpr std::string_view to_string(Offload o) {
     return "none";
 }
 
+// How layers are cut into pipeline stages (parallel/pipeline_split.hpp says what each does).
+// first_last is implied by parallel.first_stage_layers / last_stage_layers, never spelled.
+enum class PipelineSplit { even, embedding_loss, embedding, loss, uniform, first_last };
+
+constexpr std::string_view to_string(PipelineSplit s) {
+    switch (s) {
+        case PipelineSplit::even: return "even";
+        case PipelineSplit::embedding_loss: return "embedding_loss";
+        case PipelineSplit::embedding: return "embedding";
+        case PipelineSplit::loss: return "loss";
+        case PipelineSplit::uniform: return "uniform";
+        case PipelineSplit::first_last: return "first_last";
+    }
+    return "even";
+}
+
 struct ParallelConfig {
     int64_t tp = 1;
     int64_t pp = 1;
@@ -47,6 +63,9 @@ struct ParallelConfig {
     int64_t zero = 0;
     Recompute recompute = Recompute::none;
     Offload offload = Offload::none;  // held fixed by the search
+    PipelineSplit split = PipelineSplit::even;
+    int64_t first_stage_layers = 0;  // first_last split: 0 = the first GPU is a middle one
+    int64_t last_stage_layers = 0;   // first_last split: 0 = the last GPU is a middle one
 
     [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
 };

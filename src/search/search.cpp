@@ -38,7 +38,7 @@ bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || 
 // layer key) walks a contiguous range.
 struct Shape {
     int64_t tp, cp, ep, pp, dp;
-    size_t vp_begin, vp_count;               // into Plan::vps
+    size_t vp_begin, vp_count;               // into Plan::vps: (vp, split) pairs
     std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
 };
 
@@ -52,9 +52,14 @@ struct Task {
     int64_t layouts;
 };
 
+struct Interleave {
+    int64_t vp;
+    PipelineSplit split;
+};
+
 struct Plan {
     std::vector<Shape> shapes;
-    std::vector<int64_t> vps;
+    std::vector<Interleave> vps;
     std::vector<int64_t> zeros;
     std::vector<Task> tasks;
     Offload offload = Offload::none;
@@ -68,9 +73,14 @@ bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
 // A lower bound on every layout of this shape and ZeRO stage: the step model with zero
 // per-layer costs keeps weights, gradients, optimizer state and fixed overheads, the parts
 // no micro-batch, schedule or recompute choice changes; activations only add to it.
-double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, Offload offload) {
+double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, const Interleave& v,
+                           const LayoutConstraints& f) {
     ParallelConfig p;
-    p.offload = offload;
+    p.offload = f.offload;
+    p.vp = v.vp;
+    p.split = v.split;
+    p.first_stage_layers = f.first_stage_layers;
+    p.last_stage_layers = f.last_stage_layers;
     p.tp = s.tp;
     p.cp = s.cp;
     p.ep = s.ep;
@@ -111,14 +121,40 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                 const size_t begin = plan.shapes.size();
                 for (int64_t pp : divisors(n / (tp * cp))) {
                     const int64_t dp = n / (tp * cp * pp);
-                    if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || m.layers % pp != 0 || gb % dp != 0) continue;
+                    if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
                     if ((dp * cp) % ep != 0) continue;
                     Shape s{tp, cp, ep, pp, dp, plan.vps.size(), 0, {}};
-                    for (int64_t vp : divisors(m.layers / pp))
-                        if (allowed(f.vp, vp) && (vp == 1 || pp > 1)) plan.vps.push_back(vp);
+                    // Every interleaving the model admits, each with its split: the named one, or
+                    // what `auto` gives (even, else Megatron's embedding/loss accounting, else
+                    // DeepSpeed's uniform split).
+                    for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
+                        if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
+                        ParallelConfig q;
+                        q.pp = pp;
+                        q.vp = vp;
+                        q.first_stage_layers = f.first_stage_layers;
+                        q.last_stage_layers = f.last_stage_layers;
+                        q.split = f.split ? *f.split : default_split(m.layers, q);
+                        if (split_layers(m.layers, q).ok()) plan.vps.push_back({vp, q.split});
+                        if (pp == 1) break;
+                    }
                     s.vp_count = plan.vps.size() - s.vp_begin;
                     if (s.vp_count == 0) continue;
-                    for (int64_t z : plan.zeros) s.static_bytes[static_cast<size_t>(z)] = static_memory_bytes(c, s, z, plan.offload);
+                    // A lower bound over the shape's splits: the smallest of theirs. A GPU's
+                    // layers under one split do not depend on vp (L/pp even, (L+2)/pp - 1 at the
+                    // ends with the slots), so one vp per split is costed.
+                    for (int64_t z : plan.zeros) {
+                        double low = std::numeric_limits<double>::infinity();
+                        uint32_t seen = 0;
+                        for (size_t v = 0; v < s.vp_count; ++v) {
+                            const Interleave& iv = plan.vps[s.vp_begin + v];
+                            const uint32_t bit = 1u << static_cast<unsigned>(iv.split);
+                            if (seen & bit) continue;
+                            seen |= bit;
+                            low = std::min(low, static_memory_bytes(c, s, z, iv, f));
+                        }
+                        s.static_bytes[static_cast<size_t>(z)] = low;
+                    }
                     plan.shapes.push_back(s);
                 }
                 if (plan.shapes.size() > begin) groups.push_back({begin, plan.shapes.size()});
@@ -183,11 +219,13 @@ struct alignas(64) Worker {
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
 };
 
-void run_task(const TrainContext& c, const Plan& plan, const Task& t, Objective obj, Worker& w,
-              const std::atomic<bool>* stop) {
+void run_task(const TrainContext& c, const Plan& plan, const Task& t, const LayoutConstraints& f, Objective obj,
+              Worker& w, const std::atomic<bool>* stop) {
     const int64_t gb = c.training.global_batch;
     const double capacity = c.system.accel.memory_bytes;
     ParallelConfig p;
+    p.first_stage_layers = f.first_stage_layers;
+    p.last_stage_layers = f.last_stage_layers;
     p.sequence_parallel = t.sp;
     p.recompute = t.recompute;
     p.microbatch = t.microbatch;
@@ -213,7 +251,8 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, Objective 
                 ++w.stats.layer_costings;
             }
             for (size_t v = 0; v < s.vp_count; ++v) {
-                p.vp = plan.vps[s.vp_begin + v];
+                p.vp = plan.vps[s.vp_begin + v].vp;
+                p.split = plan.vps[s.vp_begin + v].split;
                 const TrainResult r = assemble_step(c, p, *costs);
                 ++w.stats.evaluated;
                 if (!r.fits_in_memory) continue;
@@ -254,7 +293,7 @@ double objective_score(Objective o, const TrainResult& r) {
 bool layout_before(const ParallelConfig& a, const ParallelConfig& b) {
     auto key = [](const ParallelConfig& p) {
         return std::tuple(p.tp, p.pp, p.dp, p.cp, p.ep, p.vp, p.sequence_parallel, p.microbatch, p.zero,
-                          static_cast<int>(p.recompute));
+                          static_cast<int>(p.recompute), static_cast<int>(p.split));
     };
     return key(a) < key(b);
 }
@@ -278,6 +317,12 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     if (held("sequence_parallel")) f.sequence_parallel = p.sequence_parallel;
     if (held("recompute")) f.recompute = p.recompute;
     f.offload = p.offload;  // held, given or not: searching it would multiply the space by 4
+    if (held("pipeline_split")) f.split = p.split;
+    if (held("first_stage_layers") || held("last_stage_layers")) {
+        f.split = PipelineSplit::first_last;
+        f.first_stage_layers = p.first_stage_layers;
+        f.last_stage_layers = p.last_stage_layers;
+    }
     return f;
 }
 
@@ -298,7 +343,7 @@ SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixe
     auto work = [&](Worker& w) {
         for (size_t i = next.fetch_add(1); i < plan.tasks.size(); i = next.fetch_add(1)) {
             if (o.stop && o.stop->load(std::memory_order_relaxed)) break;
-            run_task(c, plan, plan.tasks[i], o.objective, w, o.stop);
+            run_task(c, plan, plan.tasks[i], fixed, o.objective, w, o.stop);
             w.done.store(w.stats.evaluated + w.stats.pruned_memory, std::memory_order_relaxed);
             if (!w.top.hits().empty()) w.best.store(w.top.hits().front().score, std::memory_order_relaxed);
         }

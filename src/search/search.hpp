@@ -34,6 +34,10 @@ struct LayoutConstraints {
     std::optional<bool> sequence_parallel;
     std::optional<Recompute> recompute;
     Offload offload = Offload::none;  // always held (default none)
+    // A pipeline split named in the scenario (or first_last with the two counts); nullopt: each
+    // (pp, vp) takes the split `auto` gives it, so the space holds every layout `train` runs.
+    std::optional<PipelineSplit> split;
+    int64_t first_stage_layers = 0, last_stage_layers = 0;
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);
 

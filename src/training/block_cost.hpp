@@ -19,12 +19,20 @@ struct BlockCost {
     double input_bytes = 0;       // the block's input: all that full recompute keeps
 
     // Adds n blocks of `o` (the blocks of a pipeline stage, of several kinds).
+    // Field by field, not over a list of member pointers: the search sums stages per layout.
     BlockCost& add(const BlockCost& o, double n) {
-        for (double BlockCost::*f : {&BlockCost::fwd_s, &BlockCost::bwd_s, &BlockCost::recompute_s, &BlockCost::fwd_flop,
-                                     &BlockCost::bwd_flop, &BlockCost::recompute_flop, &BlockCost::model_flop,
-                                     &BlockCost::fwd_wall_s, &BlockCost::bwd_wall_s, &BlockCost::saved_bytes,
-                                     &BlockCost::core_saved_bytes, &BlockCost::input_bytes})
-            this->*f += n * (o.*f);
+        fwd_s += n * o.fwd_s;
+        bwd_s += n * o.bwd_s;
+        recompute_s += n * o.recompute_s;
+        fwd_flop += n * o.fwd_flop;
+        bwd_flop += n * o.bwd_flop;
+        recompute_flop += n * o.recompute_flop;
+        model_flop += n * o.model_flop;
+        fwd_wall_s += n * o.fwd_wall_s;
+        bwd_wall_s += n * o.bwd_wall_s;
+        saved_bytes += n * o.saved_bytes;
+        core_saved_bytes += n * o.core_saved_bytes;
+        input_bytes += n * o.input_bytes;
         for (size_t g = 0; g < kGroups; ++g) {
             comm_link_s[g] += n * o.comm_link_s[g];
             comm_exposed_s[g] += n * o.comm_exposed_s[g];

@@ -1,9 +1,10 @@
 #include "training/step.hpp"
 
-#include "training/offload.hpp"
-
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "training/offload.hpp"
 
 namespace sm {
 
@@ -14,41 +15,352 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 // Weights as the framework stores them: bf16/fp16 (fp8 GEMMs cast from them), fp32 for fp32/tf32.
 double stored_weight_bytes(Precision p) { return bytes_per_element(activation_precision(p)); }
 
-// Parameters held by one GPU of the first and of the last pipeline stage; `experts` of them
-// (the same on every stage) are expert weights, sharded over ep as well as tp.
-struct StageParams {
-    double first = 0, last = 0, experts = 0;
-};
-
-// `trainable`: count what training updates (LoRA: the adapters only) instead of every weight.
-StageParams stage_params(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p, bool trainable = false) {
-    const double tp = as_d(p.tp);
-    const auto all = trainable ? &LayerParams::trainable : &LayerParams::total;
-    const auto expert = trainable ? &LayerParams::trainable_experts : &LayerParams::experts;
-    // The model's average block (its mix of dense and MoE blocks).
-    const double per_layer = pc.blocks(all) / as_d(m.layers);
-    const double expert_layer = pc.blocks(expert) / as_d(m.layers) / (tp * as_d(p.ep));
-    const double layer = (per_layer - pc.blocks(expert) / as_d(m.layers)) / tp + expert_layer;
-    const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));
-    const double outside = trainable && pc.frozen_base ? 0.0 : 1.0;  // embedding, head, final norm
-    const double embed = outside * pc.embedding / tp;
-    // A tied output layer keeps its own copy of the word embedding on the last stage.
-    const double head =
-        outside * ((m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm);
-    const double experts = layers * expert_layer;
-    if (p.pp == 1) {
-        const double whole = layers * layer + embed + head;  // one stage is both first and last
-        return {whole, whole, experts};
-    }
-    return {layers * layer + embed, layers * layer + head, experts};
-}
-
-// What one GPU keeps of `n` stage parameters when ZeRO partitions them: dense ones over the
-// dp x cp replicas, expert ones over the dp x cp / ep replicas that hold the same experts (the
-// ep ranks are carved out of dp x cp, so they are not replicas of each other).
+// What one GPU keeps of `n` parameters when ZeRO partitions them: dense ones over the dp x cp
+// replicas, expert ones over the dp x cp / ep replicas that hold the same experts (the ep ranks
+// are carved out of dp x cp, so they are not replicas of each other).
 double zero_shard(double n, double experts, const ParallelConfig& p) {
     const double dpc = as_d(p.dp * p.cp);
     return (n - experts) / dpc + experts / (dpc / as_d(p.ep));
+}
+
+GradReduce resolved(GradReduce g, const ParallelConfig& p) {
+    if (g != GradReduce::automatic) return g;
+    return p.pp > 1 ? GradReduce::per_step : GradReduce::per_microbatch;
+}
+
+// Gradients live partitioned only when they are reduce-scattered every micro-batch: ZeRO 3, and
+// ZeRO 2 reducing per micro-batch; otherwise the whole stage's fp32 buffer accumulates.
+bool grads_partitioned(const ParallelConfig& p, const TrainingSpec& t) {
+    return p.zero == 3 || (p.zero == 2 && resolved(t.grad_reduce, p) == GradReduce::per_microbatch);
+}
+
+// Per block kind, and for the embedding and the head, what a stage's time and memory are linear
+// in; derived once per layout, so a stage costs a few multiply-adds.
+struct StageRates {
+    std::array<double, kLayerKinds> time_s{}, params{}, experts{}, act_bytes{}, working_bytes{};
+    // What training updates (LoRA: the adapters only; else equal to params/experts).
+    std::array<double, kLayerKinds> trained{}, trained_experts{};
+    std::array<double, kLayerKinds> fwd_window_s{}, bwd_window_s{};  // wall times of the passes
+    double embed_time_s = 0, head_time_s = 0;
+    double embed_params = 0, head_params = 0;
+    double embed_trained = 0, head_trained = 0;
+    double embed_act = 0, head_act = 0;
+    // Bytes a GPU keeps per dense and per expert parameter of its stage, ZeRO partitioning
+    // included: weights, gradients, optimizer state.
+    std::array<double, 2> weight_bytes{}, grad_bytes{}, optimizer_bytes{};
+    std::array<double, 2> optimizer_share{};  // of a parameter's optimizer state a GPU updates
+};
+
+StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p, const TrainingSpec& t,
+                       const LayerCosts& lc) {
+    StageRates r;
+    const double tp = as_d(p.tp);
+    const double replicas[2] = {as_d(p.dp * p.cp), as_d(p.dp * p.cp) / as_d(p.ep)};
+    for (size_t e = 0; e < 2; ++e) {
+        r.weight_bytes[e] = stored_weight_bytes(t.precision) / (p.zero == 3 ? replicas[e] : 1.0);
+        r.grad_bytes[e] = bytes_per_element(t.grad_precision) / (grads_partitioned(p, t) ? replicas[e] : 1.0);
+        r.optimizer_share[e] = p.zero >= 1 ? 1.0 / replicas[e] : 1.0;
+        r.optimizer_bytes[e] = t.optimizer_state_bytes_per_param * r.optimizer_share[e];
+    }
+    for (size_t k = 0; k < kLayerKinds; ++k) {
+        const BlockCost& b = lc.layer[k];
+        const LayerParams& lp = pc.layer[k];
+        r.time_s[k] = b.total_s();
+        r.experts[k] = lp.experts / (tp * as_d(p.ep));
+        r.params[k] = (lp.total - lp.experts) / tp + r.experts[k];
+        r.trained_experts[k] = lp.trainable_experts / (tp * as_d(p.ep));
+        r.trained[k] = (lp.trainable - lp.trainable_experts) / tp + r.trained_experts[k];
+        r.act_bytes[k] = b.activation_bytes(p.recompute);
+        r.fwd_window_s[k] = b.fwd_wall_s;
+        r.bwd_window_s[k] = b.bwd_wall_s + b.recompute_s;
+        // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored
+        // input) under full recompute, the attention core under selective.
+        r.working_bytes[k] = p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
+                             : p.recompute == Recompute::selective ? b.core_saved_bytes
+                                                                   : 0.0;
+    }
+    r.embed_time_s = lc.embedding.total_s();
+    r.head_time_s = lc.head.total_s();
+    r.embed_params = pc.embedding / tp;
+    // A tied output layer keeps its own copy of the word embedding on the last stage.
+    r.head_params = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
+    // LoRA freezes the embedding, the head and the norms outside the blocks.
+    r.embed_trained = pc.frozen_base ? 0.0 : r.embed_params;
+    r.head_trained = pc.frozen_base ? 0.0 : r.head_params;
+    r.embed_act = lc.embedding.saved_bytes;
+    r.head_act = lc.head.saved_bytes;
+    return r;
+}
+
+// One pipeline GPU in figures: its micro-batch time, parameters (of which expert ones), the
+// trained ones among them, and activation bytes; `layers`, `layer_act` and the windows are what
+// activation offload moves per layer.
+struct StageFigures {
+    double time_s = 0, params = 0, experts = 0, trained = 0, trained_experts = 0, activations = 0;
+    double layers = 0, layer_act = 0, in_flight = 0, fwd_window_s = 0, bwd_window_s = 0;
+};
+
+StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_flight) {
+    StageFigures f;
+    double act = 0, working = 0;
+    for (size_t k = 0; k < kLayerKinds; ++k) {
+        const double n = as_d(l.blocks[k]);
+        f.time_s += n * r.time_s[k];
+        f.params += n * r.params[k];
+        f.experts += n * r.experts[k];
+        f.trained += n * r.trained[k];
+        f.trained_experts += n * r.trained_experts[k];
+        f.fwd_window_s += n * r.fwd_window_s[k];
+        f.bwd_window_s += n * r.bwd_window_s[k];
+        f.layers += n;
+        act += n * r.act_bytes[k];
+        if (l.blocks[k] > 0) working = std::max(working, r.working_bytes[k]);
+    }
+    f.layer_act = f.layers > 0 ? act / f.layers : 0.0;
+    if (l.embedding) {
+        f.time_s += r.embed_time_s;
+        f.params += r.embed_params;
+        f.trained += r.embed_trained;
+        act += r.embed_act;
+    }
+    if (l.head) {
+        f.time_s += r.head_time_s;
+        f.params += r.head_params;
+        f.trained += r.head_trained;
+        act += r.head_act;
+    }
+    f.in_flight = in_flight;
+    f.activations = in_flight * act + working;
+    return f;
+}
+
+// The second memory tier (parallel.offload, training/offload.cpp) for one pipeline GPU whose
+// optimizer updates `optimizer_params` parameters; `gpu_optimizer_s` is its optimizer pass.
+OffloadResult stage_offload(const StageFigures& f, double optimizer_params, const TrainContext& c, const ParallelConfig& p,
+                            double mb, double gpu_optimizer_s) {
+    if (p.offload == Offload::none) return {};
+    const TrainingSpec& t = c.training;
+    const double layers = std::max(1.0, f.layers);
+    const OffloadInput in{optimizer_params, t.optimizer_state_bytes_per_param, bytes_per_element(t.grad_precision),
+                          stored_weight_bytes(t.precision), f.layer_act, f.layers * f.in_flight, f.layers, mb,
+                          f.fwd_window_s / layers, f.bwd_window_s / layers};
+    return offload_cost(p.offload, in, c.system.host_memory, gpu_optimizer_s);
+}
+
+TrainMemory stage_memory(const StageFigures& f, const StageRates& r, const TrainContext& c, const ParallelConfig& p,
+                         double mb) {
+    const TrainingSpec& t = c.training;
+    const double dense = f.params - f.experts, trained_dense = f.trained - f.trained_experts;
+    TrainMemory mem;
+    mem.weights_bytes = dense * r.weight_bytes[0] + f.experts * r.weight_bytes[1];
+    mem.gradients_bytes = trained_dense * r.grad_bytes[0] + f.trained_experts * r.grad_bytes[1];
+    mem.optimizer_bytes = trained_dense * r.optimizer_bytes[0] + f.trained_experts * r.optimizer_bytes[1];
+    mem.activations_bytes = f.activations;
+    if (p.offload != Offload::none) {
+        const double optimizer_params = trained_dense * r.optimizer_share[0] + f.trained_experts * r.optimizer_share[1];
+        const OffloadResult off = stage_offload(f, optimizer_params, c, p, mb, 0.0);
+        mem.optimizer_bytes -= off.optimizer_hbm_bytes;
+        mem.activations_bytes -= off.activation_hbm_bytes;
+        mem.host_bytes = off.host_bytes;
+    }
+    mem.overhead_bytes = t.framework_overhead_bytes + t.comm_buffer_bytes;
+    mem.peak_bytes_per_gpu =
+        mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.activations_bytes + mem.overhead_bytes;
+    return mem;
+}
+
+// A pipeline GPU's blocks summed into one micro-batch's cost.
+BlockCost stage_block(const StageLoad& l, const LayerCosts& lc) {
+    BlockCost b;
+    for (size_t k = 0; k < kLayerKinds; ++k)
+        if (l.blocks[k] > 0) b.add(lc.layer[k], as_d(l.blocks[k]));
+    if (l.embedding) b.add(lc.embedding, 1.0);
+    if (l.head) b.add(lc.head, 1.0);
+    return b;
+}
+
+// The pipeline GPUs that set the step: the slowest (its micro-batch time paces the schedule),
+// the one with the largest memory peak, and the one with the most parameters (its gradients are
+// the largest data-parallel reduction).
+struct PipelineScan {
+    StageLoad slowest, fullest;
+    StageFigures fullest_figures;
+    int64_t slowest_gpu = 0, peak_gpu = 0;
+    double slowest_s = -1, most_params = -1, most_experts = 0;
+    double most_host_bytes = 0;  // offloaded to host memory by the GPU that offloads most
+    TrainMemory peak;
+};
+
+PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const StageSplit& split, const StageRates& rates,
+                           const ParallelConfig& p, double mb) {
+    const ModelSpec& m = c.model;
+    PipelineScan s;
+    s.peak.peak_bytes_per_gpu = -1;
+    // With one kind of block, GPUs of equal layer count are alike but for the micro-batches in
+    // flight, which fall along the pipeline: GPU 0, GPU 1 (the middle ones), uniform's first
+    // shorter stage and the last GPU cover every maximum. Mixed kinds: every GPU.
+    const bool mixed = pc.layers[idx(LayerKind::dense)] > 0 && pc.layers[idx(LayerKind::moe)] > 0;
+    auto next = [&](int64_t g) {
+        if (mixed || g + 1 >= split.pp - 1) return g + 1;
+        if (g == 0) return int64_t{1};
+        return split.extra > g ? split.extra : split.pp - 1;
+    };
+    for (int64_t g = 0; g < split.pp; g = next(g)) {
+        const StageLoad load = stage_load(m, split, g);
+        const StageFigures f = stage_figures(load, rates, micro_batches_in_flight(split.pp, split.vp, g, mb));
+        if (f.time_s > s.slowest_s) {
+            s.slowest_s = f.time_s;
+            s.slowest = load;
+            s.slowest_gpu = g;
+        }
+        if (f.params > s.most_params) {
+            s.most_params = f.params;
+            s.most_experts = f.experts;
+            s.fullest = load;
+            s.fullest_figures = f;
+        }
+        const TrainMemory mem = stage_memory(f, rates, c, p, mb);
+        s.most_host_bytes = std::max(s.most_host_bytes, mem.host_bytes);
+        if (mem.peak_bytes_per_gpu > s.peak.peak_bytes_per_gpu) {
+            s.peak = mem;
+            s.peak_gpu = g;
+        }
+    }
+    return s;
+}
+
+// The schedule: every micro-batch passes the slowest GPU; the fill and drain add (pp - 1)
+// micro-batch times, (pp - 1)/vp with vp interleaved chunks (Narayanan et al. 2021, sec. 2.2).
+void schedule(const BlockCost& slowest, double mb, double pp, double vp, TrainBreakdown& bd, TrainLinkTimes& link) {
+    bd.compute_s = mb * (slowest.fwd_s + slowest.bwd_s);
+    bd.recompute_s = mb * slowest.recompute_s;
+    bd.tp_comm_exposed_s = mb * slowest.comm_exposed_s[idx(CommGroup::tp)];
+    bd.cp_comm_exposed_s = mb * slowest.comm_exposed_s[idx(CommGroup::cp)];
+    bd.ep_comm_exposed_s = mb * slowest.comm_exposed_s[idx(CommGroup::ep)];
+    bd.bubble_s = (pp - 1.0) / vp * slowest.total_s();
+    link.tp_s = mb * slowest.comm_link_s[idx(CommGroup::tp)];
+    link.cp_s = mb * slowest.comm_link_s[idx(CommGroup::cp)];
+    link.ep_s = mb * slowest.comm_link_s[idx(CommGroup::ep)];
+}
+
+// Pipeline point-to-point: one activation forward and one gradient backward per micro-batch
+// and chunk; the fill and drain add pp - 1 more each on the critical path. Each TP rank sends
+// 1/tp of the activation over its own NIC (Megatron's scatter/gather optimisation, Narayanan et
+// al. 2021 sec. 4.1; with SP the tensor is already sharded); the receiver reassembles it over
+// the scale-up fabric. With overlap_p2p_comm (interleaved only) a steady-state transfer hides
+// behind the chunk computed meanwhile; only what outlasts it is exposed.
+void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const BlockCost& slowest,
+                  double mb, double vp, TrainBreakdown& bd, TrainLinkTimes& link) {
+    if (p.pp == 1) return;
+    const SystemSpec& sys = c.system;
+    const double full = as_d(p.microbatch) * as_d(c.model.seq_len) / as_d(p.cp) * as_d(c.model.hidden) *
+                        bytes_per_element(activation_precision(c.training.precision));
+    double hop = collective_time_s(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
+    if (!p.sequence_parallel) hop += collective_time_s(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
+    link.pp_s = 2.0 * mb * vp * hop;
+    double steady = link.pp_s;
+    if (c.training.overlap_p2p_comm && vp > 1) {
+        // What hides still slows the compute it hides behind (overlap_interference, as for DP).
+        const double fwd = slowest.fwd_wall_s / vp, bwd = (slowest.bwd_wall_s + slowest.recompute_s) / vp;
+        const double exposed = mb * vp * (std::max(0.0, hop - fwd) + std::max(0.0, hop - bwd));
+        steady = exposed + sys.eff.overlap_interference * (link.pp_s - exposed);
+    }
+    bd.pp_comm_exposed_s = (1.0 - c.training.pp_overlap) * (steady + 2.0 * (as_d(p.pp) - 1.0) * hop);
+}
+
+// Exposed part of a gradient reduction of `link` seconds behind a backward pass of `window`
+// seconds over `layers` layers: bucketed, so all but the last layer's bucket can hide. With
+// `chunks` interleaved chunks each chunk's share starts when that chunk's last backward ends,
+// `spacing` seconds after the previous chunk's (the cooldown runs one group of micro-batches
+// per chunk), so the early shares hide behind the later chunks' backward too.
+double exposed_reduction(double link, double window, double layers, int64_t chunks, double spacing) {
+    if (chunks == 1) return std::max(link / layers, link - window);
+    const double share = link / as_d(chunks), own = window / as_d(chunks);
+    double end = -std::numeric_limits<double>::infinity();  // relative to the end of the backward
+    for (int64_t v = chunks - 1; v >= 0; --v) end = std::max(end, -as_d(v) * spacing - own) + share;
+    return std::max(link / layers, end);
+}
+
+// Data parallelism over dp x cp replicas: gradient reduction and parameter gathers (ZeRO) of
+// the GPU with the most parameters. Expert parameters have dp x cp / ep replicas (the ep ranks
+// are carved out of dp x cp): their gradients reduce over that smaller group.
+void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const PipelineScan& scan,
+                        const StageRates& rates, const LayerCosts& lc, double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
+    if (p.dp * p.cp == 1) return;
+    const SystemSpec& sys = c.system;
+    const TrainingSpec& t = c.training;
+    const double wbytes = stored_weight_bytes(t.precision), gbytes = bytes_per_element(t.grad_precision);
+    // Expert replicas: ranks tp x ep apart (Megatron's expert rank order tp-ep-dp-pp).
+    const int64_t expert_replicas = p.dp * p.cp / p.ep;
+    const StageFigures& f = scan.fullest_figures;
+    const bool split_experts = p.ep > 1 && scan.most_experts > 0;
+    const GroupSpan& g = spans.span[idx(CommGroup::dp)];
+    const GroupSpan ge = split_experts ? place_group(p.tp * p.ep, expert_replicas, p.gpus(), sys.used_per_domain()) : g;
+    // `all` parameters of which `experts` are expert ones, `bytes_per_param` each.
+    auto over_replicas = [&](Collective k, double all, double experts, double bytes_per_param) {
+        if (!split_experts) return collective_time_s(k, all * bytes_per_param, g, sys);
+        double s = collective_time_s(k, (all - experts) * bytes_per_param, g, sys);
+        if (experts > 0 && expert_replicas > 1) s += collective_time_s(k, experts * bytes_per_param, ge, sys);
+        return s;
+    };
+    // Gradients exist for the trained parameters only (LoRA: the adapters); ZeRO-3 gathers every
+    // weight for each pass, ZeRO-1/2 only the updated shards.
+    const bool sharded_reduce = p.zero >= 1;
+    const double grad_s = over_replicas(sharded_reduce ? Collective::reduce_scatter : Collective::all_reduce, f.trained,
+                                        f.trained_experts, gbytes);
+    const double gather_s = p.zero == 3   ? over_replicas(Collective::all_gather, f.params, f.experts, wbytes)
+                            : p.zero >= 1 ? over_replicas(Collective::all_gather, f.trained, f.trained_experts, wbytes)
+                                          : 0.0;
+
+    // Windows are wall times of the passes (exposed layer traffic included), so a faster GPU
+    // never exposes more data-parallel traffic than it saves.
+    double fwd_window = 0, bwd_window = 0;
+    for (size_t k = 0; k < kLayerKinds; ++k) {
+        fwd_window += as_d(scan.fullest.blocks[k]) * rates.fwd_window_s[k];
+        bwd_window += as_d(scan.fullest.blocks[k]) * rates.bwd_window_s[k];
+    }
+    for (const auto& [held, b] : {std::pair{scan.fullest.embedding, &lc.embedding}, std::pair{scan.fullest.head, &lc.head}})
+        if (held) {
+            fwd_window += b->fwd_wall_s;
+            bwd_window += b->bwd_wall_s + b->recompute_s;
+        }
+    const double layers = std::max(1.0, as_d(scan.fullest.layers));
+    // What hides still slows the compute (NCCL kernels take SMs and HBM bandwidth).
+    const double slow = sys.eff.overlap_interference;
+    const int64_t vp = p.pp > 1 ? p.vp : 1;
+    auto exposed_of = [&](double l, double window, int64_t chunks) {
+        if (!t.dp_overlap) return l;
+        const double spacing = std::min(as_d(p.pp), mb) * window / as_d(chunks);
+        const double e = exposed_reduction(l, window, layers, chunks, spacing);
+        return e + slow * (l - e);
+    };
+    const int64_t grad_chunks = t.grad_sync_per_chunk ? vp : 1;
+    // One data-parallel stream: what runs in the same window shares the same links.
+    if (p.zero == 3) {  // per micro-batch: weights gathered for forward and for backward, and the
+                        // partitioned gradients reduce-scattered
+        link.dp_s = mb * (2.0 * gather_s + grad_s);
+        bd.dp_comm_exposed_s = mb * exposed_of(2.0 * gather_s + grad_s, fwd_window + bwd_window, 1);
+    } else if (grads_partitioned(p, t)) {  // ZeRO 2 per micro-batch (DeepSpeed)
+        link.dp_s = mb * grad_s + gather_s;
+        bd.dp_comm_exposed_s = mb * exposed_of(grad_s, bwd_window, 1) + exposed_of(gather_s, fwd_window, 1);
+    } else {  // accumulated and reduced once after the last micro-batch (ZeRO 0/1, and 2 per step);
+              // ZeRO >= 1 gathers the updated shards during the next forward
+        link.dp_s = grad_s + gather_s;
+        bd.dp_comm_exposed_s = exposed_of(grad_s, bwd_window, grad_chunks) + exposed_of(gather_s, fwd_window, 1);
+    }
+}
+
+// Overlap hides traffic behind compute, not behind other traffic: every collective crossing the
+// scale-out network shares each GPU's NIC, so the step lasts at least their sum. What overlap
+// claimed beyond that is exposed after all (booked as data-parallel, the overlapped kind).
+void nic_floor(const CommSpans& spans, const TrainLinkTimes& link, TrainBreakdown& bd) {
+    double nic_s = 0;
+    const std::pair<CommGroup, double> traffic[] = {{CommGroup::tp, link.tp_s}, {CommGroup::cp, link.cp_s},
+                                                    {CommGroup::ep, link.ep_s}, {CommGroup::dp, link.dp_s},
+                                                    {CommGroup::pp, link.pp_s}};
+    for (const auto& [g, l] : traffic)
+        if (spans.span[idx(g)].remote > 1) nic_s += l;
+    if (nic_s > bd.sum()) bd.dp_comm_exposed_s += nic_s - bd.sum();
 }
 
 }  // namespace
@@ -94,193 +406,113 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     return out;
 }
 
+double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double microbatches) {
+    if (pp == 1) return 1.0;
+    if (vp == 1) return std::min(as_d(pp - gpu), microbatches);
+    const double chunks = as_d(2 * (pp - gpu - 1) + (vp - 1) * pp + 1);
+    return std::min(chunks, microbatches * as_d(vp)) / as_d(vp);
+}
+
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
     const ModelSpec& m = c.model;
-    const SystemSpec& sys = c.system;
     const TrainingSpec& t = c.training;
     TrainResult r;
     r.gpus = p.gpus();
     const double mb = std::ceil(as_d(t.global_batch) / as_d(p.dp * p.microbatch));
     r.microbatches = static_cast<int64_t>(mb);
-    const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));  // the fullest stage
     const double pp = as_d(p.pp);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
-    const CommSpans spans = place_groups(p, sys);
-
-    // The model's average block (its mix of kinds); every stage is costed as `layers` of them.
+    const CommSpans spans = place_groups(p, c.system);
     const ParamCount pc = count_params(m, t.lora);
-    BlockCost L;
-    for (size_t k = 0; k < kLayerKinds; ++k) L.add(lc.layer[k], as_d(pc.layers[k]) / as_d(m.layers));
-    // Per micro-batch on the slowest stage: the first holds the embedding, the last the head.
-    const BlockCost& first = lc.embedding;
-    const BlockCost& last = lc.head;
-    const bool single = p.pp == 1;
-    const bool last_slower = last.total_s() > first.total_s();
-    auto extra = [&](auto get) { return single ? get(first) + get(last) : get(last_slower ? last : first); };
 
-    const double compute_mb = layers * (L.fwd_s + L.bwd_s) + extra([](const BlockCost& b) { return b.fwd_s + b.bwd_s; });
-    const double recompute_mb = layers * L.recompute_s;
-    std::array<double, kGroups> exposed_mb{};
-    for (size_t g = 0; g < kGroups; ++g)
-        exposed_mb[g] = layers * L.comm_exposed_s[g] + extra([g](const BlockCost& b) { return b.comm_exposed_s[g]; });
-    double t_mb = compute_mb + recompute_mb;
-    for (double x : exposed_mb) t_mb += x;
+    // The stages: a layout the scenario checks refused never gets here; the search builds only
+    // valid ones. Should one slip through, cost it as the even split of the fullest stage.
+    SplitOutcome cut = split_layers(m.layers, p);
+    if (!cut.ok()) {
+        ParallelConfig q = p;
+        q.split = PipelineSplit::uniform;
+        q.vp = 1;
+        cut = split_layers(m.layers, q);
+    }
+    const StageRates rates = stage_rates(m, pc, p, t, lc);
+    const PipelineScan scan = scan_pipeline(c, pc, cut.split, rates, p, mb);
+    r.slowest_stage = scan.slowest_gpu;
+    r.peak_stage = scan.peak_gpu;
+    const BlockCost slowest = stage_block(scan.slowest, lc);
 
     TrainBreakdown& bd = r.breakdown;
-    bd.compute_s = mb * compute_mb;
-    bd.recompute_s = mb * recompute_mb;
-    bd.tp_comm_exposed_s = mb * exposed_mb[idx(CommGroup::tp)];
-    bd.cp_comm_exposed_s = mb * exposed_mb[idx(CommGroup::cp)];
-    bd.ep_comm_exposed_s = mb * exposed_mb[idx(CommGroup::ep)];
-    bd.bubble_s = (pp - 1.0) / vp * t_mb;
-    r.link.tp_s = mb * (layers * L.comm_link_s[idx(CommGroup::tp)] +
-                        extra([](const BlockCost& b) { return b.comm_link_s[idx(CommGroup::tp)]; }));
-    r.link.cp_s = mb * layers * L.comm_link_s[idx(CommGroup::cp)];
-    r.link.ep_s = mb * layers * L.comm_link_s[idx(CommGroup::ep)];
-
-    // Pipeline point-to-point: one activation forward and one gradient backward per micro-batch
-    // and virtual stage; the fill and drain add pp-1 more on the critical path.
-    // Each TP rank sends 1/tp of the activation over its own NIC (Megatron's scatter/gather
-    // optimisation, Narayanan et al. 2021 sec. 4.1; with SP the tensor is already sharded); the
-    // receiver reassembles it over the scale-up fabric.
-    if (p.pp > 1) {
-        const double full = as_d(p.microbatch) * as_d(m.seq_len) / as_d(p.cp) * as_d(m.hidden) *
-                            bytes_per_element(activation_precision(t.precision));
-        const double shard = full / as_d(p.tp);
-        double hop = collective_time_s(Collective::p2p, shard, spans.span[idx(CommGroup::pp)], sys);
-        if (!p.sequence_parallel)
-            hop += collective_time_s(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
-        r.link.pp_s = 2.0 * mb * vp * hop;
-        bd.pp_comm_exposed_s = (1.0 - t.pp_overlap) * 2.0 * (mb * vp + pp - 1.0) * hop;
-    }
-
-    // Data parallelism over dp x cp replicas: gradient reduction, parameter gathers (ZeRO).
-    const StageParams sp = stage_params(m, pc, p);
-    // LoRA hook: gradients, their reduction, optimizer state and step cover the trainable
-    // parameters (`tr`, the adapters); weights (and ZeRO-3's gathers of them) stay whole (`sp`).
-    const StageParams tr = t.lora.enabled() ? stage_params(m, pc, p, true) : sp;
-    const double params = std::max(sp.first, sp.last);
-    const double trained = std::max(tr.first, tr.last);
-    const double wbytes = stored_weight_bytes(t.precision);
-    const double gbytes = bytes_per_element(t.grad_precision);
-    if (p.dp * p.cp > 1) {
-        const GroupSpan& g = spans.span[idx(CommGroup::dp)];
-        const double grads = trained * gbytes;
-        // ZeRO-3 gathers every weight for each pass; ZeRO-1/2 gather only the updated shards.
-        const double weights = (p.zero == 3 ? params : trained) * wbytes;
-        const double grad_s = collective_time_s(p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter, grads, g, sys);
-        const double gather_s = p.zero >= 1 ? collective_time_s(Collective::all_gather, weights, g, sys) : 0.0;
-        // Windows are wall times of the passes (exposed layer traffic included), so a faster
-        // GPU never exposes more data-parallel traffic than it saves.
-        const double bwd_window = layers * (L.bwd_wall_s + L.recompute_s);
-        const double fwd_window = layers * L.fwd_wall_s;
-        // Bucketed overlap: all but the last layer's bucket can hide behind backward compute;
-        // what hides still slows that compute (NCCL kernels take SMs and HBM bandwidth).
-        const double slow = sys.eff.overlap_interference;
-        auto exposed_of = [&](double link, double window) {
-            if (!t.dp_overlap) return link;
-            const double e = std::max(link / layers, link - window);
-            return e + slow * (link - e);
-        };
-        // One data-parallel stream: what runs in the same window shares the same links.
-        double link = 0, exposed = 0;
-        if (p.zero == 3) {  // per micro-batch: weights gathered for forward and for backward, and
-                            // the partitioned gradients reduce-scattered
-            link = mb * (2.0 * gather_s + grad_s);
-            exposed = mb * exposed_of(2.0 * gather_s + grad_s, fwd_window + bwd_window);
-        } else if (p.zero == 2) {  // partitioned gradients reduce-scattered every micro-batch
-            link = mb * grad_s + gather_s;
-            exposed = mb * exposed_of(grad_s, bwd_window) + exposed_of(gather_s, fwd_window);
-        } else {  // accumulated locally and reduced once after the last micro-batch (ZeRO 0/1);
-                  // ZeRO 1 gathers the updated shards during the next forward
-            link = grad_s + gather_s;
-            exposed = exposed_of(grad_s, bwd_window) + exposed_of(gather_s, fwd_window);
-        }
-        r.link.dp_s = link;
-        bd.dp_comm_exposed_s = exposed;
-    }
+    schedule(slowest, mb, pp, vp, bd, r.link);
+    pipeline_p2p(c, p, spans, slowest, mb, vp, bd, r.link);
+    data_parallel_sync(c, p, spans, scan, rates, lc, mb, bd, r.link);
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
-    auto held = [&](double n, double experts, bool sharded) { return sharded ? zero_shard(n, experts, p) : n; };
-    const double local = held(trained, tr.experts, p.zero >= 1);
-    bd.optimizer_s = memory_time_s(local * (gbytes + 2.0 * t.optimizer_state_bytes_per_param + wbytes), sys);
-
-    // Second memory tier (parallel.offload, training/offload.cpp): the optimizer shard of the
-    // fuller stage sets the time; each stage's memory takes its own share below.
-    auto offload_of = [&](double optimizer_params, double held_layers) {
-        if (p.offload == Offload::none) return OffloadResult{};
-        const OffloadInput in{optimizer_params, t.optimizer_state_bytes_per_param, gbytes, wbytes,
-                              L.activation_bytes(p.recompute), held_layers, layers, mb,
-                              L.fwd_wall_s, L.bwd_wall_s + L.recompute_s};
-        return offload_cost(p.offload, in, sys.host_memory, bd.optimizer_s);
-    };
-    const OffloadResult offload = offload_of(local, layers);
-    bd.optimizer_s -= offload.gpu_optimizer_s_saved;
-    bd.offload_exposed_s = offload.exposed_s;
-    r.link.offload_s = offload.link_s;
-
-    // Overlap hides traffic behind compute, not behind other traffic: every collective crossing
-    // the scale-out network shares each GPU's NIC, so the step lasts at least their sum. What
-    // overlap claimed beyond that is exposed after all (booked as data-parallel, the overlapped kind).
-    double nic_s = 0;
-    const std::pair<CommGroup, double> traffic[] = {{CommGroup::tp, r.link.tp_s}, {CommGroup::cp, r.link.cp_s},
-                                                    {CommGroup::ep, r.link.ep_s}, {CommGroup::dp, r.link.dp_s},
-                                                    {CommGroup::pp, r.link.pp_s}};
-    for (const auto& [g, link] : traffic)
-        if (spans.span[idx(g)].remote > 1) nic_s += link;
-    if (nic_s > bd.sum()) bd.dp_comm_exposed_s += nic_s - bd.sum();
+    const StageFigures& fullest = scan.fullest_figures;
+    const double local = p.zero >= 1 ? zero_shard(fullest.trained, fullest.trained_experts, p) : fullest.trained;
+    bd.optimizer_s = memory_time_s(local * (bytes_per_element(t.grad_precision) + 2.0 * t.optimizer_state_bytes_per_param +
+                                            stored_weight_bytes(t.precision)),
+                                   c.system);
+    // Second memory tier: the GPU with the most optimizer state sets the transfer time.
+    if (p.offload != Offload::none) {
+        const OffloadResult offload = stage_offload(fullest, local, c, p, mb, bd.optimizer_s);
+        bd.optimizer_s -= offload.gpu_optimizer_s_saved;
+        bd.offload_exposed_s = offload.exposed_s;
+        r.link.offload_s = offload.link_s;
+    }
+    nic_floor(spans, r.link, bd);
     r.step_time_s = bd.sum();
     const double tokens = as_d(t.global_batch) * as_d(m.seq_len);
     r.tokens_per_s = tokens / r.step_time_s;
     r.tokens_per_s_per_gpu = r.tokens_per_s / as_d(r.gpus);
 
-    // FLOP: per-GPU block FLOP x (tp x cp) = one micro-batch's, over mb x dp micro-batches.
+    // FLOP over every stage: per-GPU block FLOP x (tp x cp) = one micro-batch's, over mb x dp
+    // micro-batches.
     const double shards = as_d(p.tp * p.cp);
-    const double per_mb = (as_d(m.layers) * L.model_flop + first.model_flop + last.model_flop) * shards;
-    r.model_flop_per_step = per_mb * mb * as_d(p.dp);
-    const double recompute_flop = as_d(m.layers) * L.recompute_flop * shards * mb * as_d(p.dp);
-    const double peak = sys.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
+    double per_mb = lc.embedding.model_flop + lc.head.model_flop, recompute_mb = 0;
+    for (size_t k = 0; k < kLayerKinds; ++k) {
+        per_mb += as_d(pc.layers[k]) * lc.layer[k].model_flop;
+        recompute_mb += as_d(pc.layers[k]) * lc.layer[k].recompute_flop;
+    }
+    r.model_flop_per_step = per_mb * shards * mb * as_d(p.dp);
+    const double recompute_flop = recompute_mb * shards * mb * as_d(p.dp);
+    const double peak = c.system.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
     r.mfu = peak > 0 ? r.model_flop_per_step / peak : 0;
     r.hfu = peak > 0 ? (r.model_flop_per_step + recompute_flop) / peak : 0;
     r.params_total = pc.total();
 
-    // Memory of the first and last stages; the larger is the peak.
-    const double in_flight = std::min(pp, mb);
-    const double interleave = p.vp > 1 && p.pp > 1 ? 1.0 + (pp - 1.0) / (pp * as_d(p.vp)) : 1.0;
-    const double act_layer = L.activation_bytes(p.recompute);
-    // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored input)
-    // under full recompute, the attention core under selective.
-    const double working = p.recompute == Recompute::full        ? L.saved_bytes - L.input_bytes
-                           : p.recompute == Recompute::selective ? L.core_saved_bytes
-                                                                 : 0.0;
-    const double overhead = t.framework_overhead_bytes + t.comm_buffer_bytes;
-    auto stage_memory = [&](double stage_params_n, double trained_n, double act, double held_layers) {
-        TrainMemory mem;
-        const double optimizer_params = held(trained_n, tr.experts, p.zero >= 1);
-        const OffloadResult off = offload_of(optimizer_params, held_layers);
-        mem.weights_bytes = held(stage_params_n, sp.experts, p.zero == 3) * wbytes;
-        mem.gradients_bytes = held(trained_n, tr.experts, p.zero >= 2) * gbytes;
-        mem.optimizer_bytes = optimizer_params * t.optimizer_state_bytes_per_param - off.optimizer_hbm_bytes;
-        mem.activations_bytes = act - off.activation_hbm_bytes;
-        mem.overhead_bytes = overhead;
-        mem.host_bytes = off.host_bytes;
-        mem.peak_bytes_per_gpu = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.activations_bytes + overhead;
-        return mem;
-    };
-    const double act_first = layers * act_layer * in_flight * interleave + first.saved_bytes * in_flight + working +
-                             (single ? last.saved_bytes : 0.0);
-    const double act_last = layers * act_layer + last.saved_bytes + working;
-    const TrainMemory m_first = stage_memory(sp.first, tr.first, act_first, layers * in_flight * interleave);
-    const TrainMemory m_last = stage_memory(sp.last, tr.last, act_last, layers);
-    r.memory = m_first.peak_bytes_per_gpu >= m_last.peak_bytes_per_gpu ? m_first : m_last;
-    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= sys.accel.memory_bytes &&
-                       std::max(m_first.host_bytes, m_last.host_bytes) <= sys.host_memory.capacity_bytes;
+    r.memory = scan.peak;
+    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes &&
+                       scan.most_host_bytes <= c.system.host_memory.capacity_bytes;
     return r;
 }
 
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p) {
     return assemble_step(c, p, cost_layers(c, p));
+}
+
+std::vector<StageReport> training_stages(const TrainContext& c, const ParallelConfig& p) {
+    std::vector<StageReport> out;
+    const SplitOutcome cut = split_layers(c.model.layers, p);
+    if (!cut.ok()) return out;
+    const StageSplit& split = cut.split;
+    const LayerCosts lc = cost_layers(c, p);
+    const StageRates rates = stage_rates(c.model, count_params(c.model, c.training.lora), p, c.training, lc);
+    const double mb = std::ceil(as_d(c.training.global_batch) / as_d(p.dp * p.microbatch));
+    for (int64_t g = 0; g < split.pp; ++g) {
+        StageReport s;
+        s.gpu = g;
+        for (int64_t v = 0; v < split.vp; ++v) {
+            const int64_t j = g + v * split.pp;
+            s.chunks.push_back({split.chunk_begin(j), split.chunk_layers(j)});
+        }
+        s.load = stage_load(c.model, split, g);
+        s.micro_batch = stage_block(s.load, lc);
+        s.micro_batch_s = s.micro_batch.total_s();
+        s.in_flight = micro_batches_in_flight(split.pp, split.vp, g, mb);
+        s.memory = stage_memory(stage_figures(s.load, rates, s.in_flight), rates, c, p, mb);
+        out.push_back(std::move(s));
+    }
+    return out;
 }
 
 }  // namespace sm

@@ -6,6 +6,7 @@
 
 #include "model/model_spec.hpp"
 #include "parallel/parallel_config.hpp"
+#include "parallel/pipeline_split.hpp"
 #include "training/block_cost.hpp"
 #include "training/training_spec.hpp"
 
@@ -55,9 +56,11 @@ struct TrainResult {
     bool fits_in_memory = false;
     double model_flop_per_step = 0;
     double params_total = 0;
-    TrainMemory memory;
+    TrainMemory memory;          // of the pipeline GPU with the largest peak
     TrainBreakdown breakdown;
     TrainLinkTimes link;
+    int64_t slowest_stage = 0;   // the pipeline GPU whose micro-batch time sets the pace
+    int64_t peak_stage = 0;      // the pipeline GPU whose memory is `memory`
 };
 
 // Everything that depends only on how one layer is cut: (tp, cp, ep, sp, micro-batch,
@@ -73,9 +76,33 @@ struct TrainContext {
     const TrainingSpec& training;
 };
 
+// One pipeline GPU (stage position) of a layout: its chunks' layers, one micro-batch's time on it,
+// and its memory.
+struct StageReport {
+    int64_t gpu = 0;
+    struct Chunk {
+        int64_t first_layer = 0, layers = 0;
+    };
+    std::vector<Chunk> chunks;  // vp of them, in the order the GPU holds them
+    StageLoad load;
+    BlockCost micro_batch;      // its blocks summed: fwd, bwd, recompute, exposed communication
+    double micro_batch_s = 0;   // micro_batch.total_s()
+    double in_flight = 0;       // micro-batches whose activations it keeps (chunk-weighted)
+    TrainMemory memory;
+};
+
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
+// Every pipeline GPU of layout p, first to last (p's split must be valid: check_training_layout).
+std::vector<StageReport> training_stages(const TrainContext& c, const ParallelConfig& p);
+// Micro-batches whose activations pipeline GPU `gpu` keeps under the schedule: 1F1B keeps
+// min(pp - gpu, m) (Narayanan et al. 2021, sec. 2.2: pp - gpu - 1 warm-up forwards, then one
+// more); the interleaved schedule keeps min(2 (pp - gpu - 1) + (vp - 1) pp + 1, m vp) chunk
+// micro-batches (Megatron-LM pipeline_parallel/schedules.py, get_pp_rank_microbatches: the warm-up
+// count plus one), here divided by vp: at gpu 0 that is pp (1 + (pp - 1)/(pp vp)), Korthikanti et
+// al. 2022 sec. 4.2.3's factor.
+double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double microbatches);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);

@@ -6,6 +6,13 @@
 
 namespace sm {
 
+// ZeRO-2 gradients under gradient accumulation: reduce-scattered once per step from an fp32
+// accumulation buffer (Megatron-LM's distributed optimizer, Llama 3's FSDP with pipeline
+// parallelism: the full buffer is held until the step ends) or after every micro-batch, the
+// partitioned gradients accumulated in place (DeepSpeed ZeRO-2, which refuses pipeline
+// parallelism). `automatic`: per_step with pp > 1, per_microbatch without.
+enum class GradReduce { automatic, per_step, per_microbatch };
+
 // The training workload and the software assumptions that move results by more than a few
 // percent: each is a named scenario field (`training.*`) with the default documented here.
 struct TrainingSpec {
@@ -14,6 +21,15 @@ struct TrainingSpec {
     Precision grad_precision = Precision::fp32;  // Megatron accumulates main grads in fp32
     Fp8Recipe fp8_recipe = Fp8Recipe::delayed;   // Transformer Engine's default DelayedScaling
     bool dp_overlap = true;         // gradient reduction overlaps the last micro-batch's backward
+    // With vp > 1, each chunk's gradient reduction starts when that chunk's last backward ends,
+    // while the other chunks' backward still runs (Megatron-LM's interleaved schedule launches
+    // grad sync per model chunk: pipeline_parallel/schedules.py, backward_step_helper_preprocess).
+    bool grad_sync_per_chunk = true;
+    // With vp > 1, the pipeline sends and receives of the steady state overlap the next chunk's
+    // compute (Megatron-LM's overlap_p2p_comm, on by default with the interleaved schedule:
+    // training/arguments.py --no-overlap-p2p-communication); the fill and drain stay exposed.
+    bool overlap_p2p_comm = true;
+    GradReduce grad_reduce = GradReduce::automatic;
     double tp_overlap = 0.0;        // fraction of blocking TP communication hidden (TE userbuffers)
     double pp_overlap = 0.0;        // fraction of pipeline p2p hidden behind compute
     double optimizer_state_bytes_per_param = 12;  // Adam: fp32 master weights + two moments

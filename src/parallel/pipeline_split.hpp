@@ -1,0 +1,71 @@
+#pragma once
+// How a model's layers are cut into pipeline stages: pp GPUs, each holding vp interleaved chunks
+// (virtual stage j of pp*vp is held by GPU j % pp: GPU g holds chunks g, g + pp, ...), with the
+// embedding on the first chunk and the head (and loss) on the last. Layout only, no costs.
+//
+// The splits the frameworks offer:
+// - even: pp*vp divides the layers (Megatron-LM's default rule).
+// - embedding / loss / embedding_loss: Megatron-LM's account_for_embedding_in_pipeline_split and
+//   account_for_loss_in_pipeline_split: the embedding and/or the loss count as one layer slot each,
+//   (layers + slots) are split evenly over the pp*vp chunks, and the first (last) chunk builds one
+//   transformer layer fewer (megatron/core/transformer/transformer_block.py,
+//   get_num_layers_to_build; transformer_layer.py, get_transformer_layer_offset). Llama 3.1 405B:
+//   126 + 2 = 128 slots. Megatron-DeepSpeed's partition method "type:transformer|embedding" (BLOOM:
+//   70 layers + 2 embeddings on pp 12) cuts the same way.
+// - first_last: Megatron-LM's num_layers_in_first/last_pipeline_stage (decoder_first/
+//   last_pipeline_num_layers): the given counts on the first and/or last GPU, the rest split evenly
+//   over the middle GPUs; with vp each count divides by vp (one share per chunk).
+// - uniform: DeepSpeed's PipelineModule partition_method "uniform" (ds_utils.partition_uniform):
+//   no interleaving; the first (layers mod pp) stages hold one layer more.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "model/model_spec.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace sm {
+
+// The layer counts of one split, in closed form: chunk j's layers and offset cost O(1), so the
+// search's hot loop builds nothing.
+struct StageSplit {
+    int64_t pp = 1, vp = 1;
+    int64_t first = 0, middle = 0, last = 0;  // layers per chunk on GPU 0, GPUs 1..pp-2, GPU pp-1
+    int64_t extra = 0;                        // uniform: GPUs below `extra` hold one layer more
+    bool embedding_slot = false, loss_slot = false;
+
+    [[nodiscard]] int64_t chunks() const { return pp * vp; }
+    // Layers per chunk on GPU g before the embedding/loss slots are taken out.
+    [[nodiscard]] int64_t gpu_chunk(int64_t g) const;
+    // Transformer layers of chunk j (0 .. pp*vp - 1) and the first of them.
+    [[nodiscard]] int64_t chunk_layers(int64_t j) const;
+    [[nodiscard]] int64_t chunk_begin(int64_t j) const;
+    // Transformer layers GPU g holds over its vp chunks.
+    [[nodiscard]] int64_t gpu_layers(int64_t g) const;
+};
+
+// A split, or why the layout cannot be cut (a sentence without the figures; the caller names the
+// field and prints the values).
+struct SplitOutcome {
+    StageSplit split;
+    const char* problem = nullptr;
+    [[nodiscard]] bool ok() const { return problem == nullptr; }
+};
+
+// Cuts `layers` layers by p.split (and p.first_stage_layers / p.last_stage_layers).
+SplitOutcome split_layers(int64_t layers, const ParallelConfig& p);
+// The split `auto` stands for: even when pp*vp divides the layers, else Megatron's embedding+loss
+// accounting when it applies, else (vp 1) DeepSpeed's uniform split; p.split itself is ignored.
+PipelineSplit default_split(int64_t layers, const ParallelConfig& p);
+
+// One GPU's share of the pipeline: its blocks of each kind, summed over its chunks, and the ends
+// of the model it holds.
+struct StageLoad {
+    std::array<int64_t, kLayerKinds> blocks{};
+    int64_t layers = 0;
+    bool embedding = false, head = false;
+};
+StageLoad stage_load(const ModelSpec& m, const StageSplit& s, int64_t gpu);
+
+}  // namespace sm
