@@ -311,7 +311,7 @@ InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p) {
         r.decode_first = decode_step_cost(c, p, as_d(first));
         r.decode_last = decode_step_cost(c, p, as_d(last));
     }
-    r.ttft_s = r.prefill.total_s();
+    r.ttft_s = r.prefill.total_s() + c.system.eff.host_request_overhead_s;  // the request's own host work
     r.e2e_latency_s = r.ttft_s + r.decode.total_s();
     r.tpot_s = r.decode_steps > 0 ? r.decode.total_s() / as_d(r.decode_steps) : 0.0;
     // dp replicas serve independent batches side by side.
