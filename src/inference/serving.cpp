@@ -111,18 +111,21 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     return r;
 }
 
+int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit) {
+    if (limit < 1 || !ok(1)) return 0;
+    if (ok(limit)) return limit;
+    int64_t lo = 1, hi = limit;  // ok(lo), !ok(hi)
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        (ok(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
 int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p) {
     // Memory grows with C (more caches, never fewer tokens per step): bisect.
     auto fits = [&](int64_t n) { return serving_memory(c, p, n).peak_bytes_per_gpu <= c.system.accel.memory_bytes; };
-    constexpr int64_t kMax = int64_t{1} << 24;
-    if (!fits(1)) return 0;
-    if (fits(kMax)) return kMax;
-    int64_t lo = 1, hi = kMax;  // fits(lo), !fits(hi)
-    while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        (fits(mid) ? lo : hi) = mid;
-    }
-    return lo;
+    return largest_on_prefix(fits, int64_t{1} << 24);
 }
 
 std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit) {

@@ -4,6 +4,7 @@
 // prompt and a chunk of prompt tokens. Every step is one forward pass costed by
 // mixed_pass_cost (the same op catalogue and GEMM timing as `infer`).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct ServingPoint {
     InferMemory memory;             // KV cache: every request at its average footprint
     bool fits_in_memory = false;
 };
+
+// The largest n in [1, limit] with ok(n), for ok true on a prefix (0: not even ok(1)).
+int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit);
 
 // The steady state at `concurrency` (>= 1) requests in flight per replica.
 ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency);

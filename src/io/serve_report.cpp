@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "io/infer_report.hpp"
+
 namespace sm {
 
 Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
@@ -18,8 +20,7 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"output_len", i.output_len},
         {"prefill_chunk_tokens", i.prefill_chunk_tokens},
         {"kv_block_tokens", i.kv_block_tokens},
-        {"precision",
-         {{"math", to_string(i.precision)}, {"weights", to_string(i.weight_precision)}, {"kv_cache", to_string(i.kv_precision)}}},
+        {"precision", precision_json(i)},
         {"gpus", r.gpus},
         {"ttft_s", r.ttft_s},
         {"tpot_s", r.tpot_s},
@@ -35,13 +36,7 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
           {"micro_batches", r.micro_batches},
           {"kv_tokens_per_request", r.kv_tokens_per_request}}},
         {"fits_in_memory", r.fits_in_memory},
-        {"memory",
-         {{"peak_bytes_per_gpu", m.peak_bytes_per_gpu},
-          {"capacity_bytes", s.system.accel.memory_bytes},
-          {"weights_bytes", m.weights_bytes},
-          {"kv_cache_bytes", m.kv_cache_bytes},
-          {"activations_bytes", m.activations_bytes},
-          {"overhead_bytes", m.overhead_bytes}}},
+        {"memory", memory_json(s, m)},
     };
 }
 

@@ -28,15 +28,7 @@ bool valid_cut(const ModelSpec& m, const ParallelConfig& p) {
 // Largest concurrency in [1, limit] meeting the targets: TTFT and TPOT never fall as C grows
 // (more tokens per step, prompts queue sooner), so the feasible set is a prefix.
 int64_t largest_meeting(const InferContext& c, const ParallelConfig& p, const ServeTargets& t, int64_t limit) {
-    auto ok = [&](int64_t n) { return meets(serve_at(c, p, n), t); };
-    if (limit < 1 || !ok(1)) return 0;
-    if (ok(limit)) return limit;
-    int64_t lo = 1, hi = limit;  // ok(lo), !ok(hi)
-    while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        (ok(mid) ? lo : hi) = mid;
-    }
-    return lo;
+    return largest_on_prefix([&](int64_t n) { return meets(serve_at(c, p, n), t); }, limit);
 }
 
 // Keeps the points no other point beats on both tokens/s/GPU and tokens/s/user.
