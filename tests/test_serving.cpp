@@ -212,3 +212,44 @@ TEST(Serving, Fp8MathKeepsAnFp8CacheUnlessTold) {
 
 }  // namespace
 }  // namespace sm
+
+#include "io/validation.hpp"
+
+namespace sm {
+namespace {
+
+// How the TensorRT-LLM rows become scenarios: experts from the notes, NVFP4 as fp4, the
+// context window the row's own tokens; rows whose notes name what is not modelled are skipped.
+TEST(ServingValidationRows, NotesAndPrecisionReadAsStated) {
+    CsvRow row{{"id", "x"},          {"model", "Toy-MoE"}, {"layers", "4"},       {"hidden", "64"},
+               {"heads", "4"},       {"kv_heads", "2"},    {"ffn_hidden", "128"}, {"ffn_act", "swiglu"},
+               {"vocab", "100"},     {"system", "dgx-b200"}, {"tp", "1"},         {"pp", "1"},
+               {"input_len", "300"}, {"output_len", "50"}, {"precision", "nvfp4"},
+               {"notes", "offline; MoE 12 experts top-3; ffn_hidden is per-expert"}};
+    const Json doc = row_scenario(row).value();
+    EXPECT_EQ(doc["model"]["moe"]["experts"], 12);
+    EXPECT_EQ(doc["model"]["moe"]["top_k"], 3);
+    EXPECT_EQ(doc["model"]["moe"]["expert_ffn_hidden"], 128);
+    EXPECT_EQ(doc["model"]["seq_len"], 350);
+    EXPECT_EQ(doc["inference"]["precision"], "fp4");
+    row["notes"] = "MoE 99999999999999999999 experts top-2";  // digits past any count: not read
+    EXPECT_FALSE(row_scenario(row).value()["model"].contains("moe"));
+}
+
+TEST(ServingValidationRows, UnmodelledRowsSkippedWithTheReason) {
+    const std::string csv =
+        "id,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,system,tp,pp,batch,input_len,output_len,precision,"
+        "measured_output_tokens_per_s,throughput_scope,unpublished_fields,notes\n"
+        "dep,Toy,4,64,4,2,128,swiglu,100,dgx-h100,2,1,,100,50,fp8,1000,per_gpu,batch,\"DEP2 = 2 GPUs with attention data-parallel\"\n"
+        "swa,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\"alternating sliding-window(128)/full\"\n"
+        "ok,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\n";
+    const ValidationReport r = run_validation("t", csv, std::nullopt).value();
+    ASSERT_EQ(r.skipped.size(), 2u);
+    EXPECT_NE(r.skipped[0].find("attention data parallelism"), std::string::npos);
+    EXPECT_NE(r.skipped[1].find("sliding-window"), std::string::npos);
+    ASSERT_EQ(r.cases.size(), 1u);
+    EXPECT_EQ(r.cases[0].metric, "output_tokens_per_s_per_gpu_max");  // batch unpublished: --max-throughput
+}
+
+}  // namespace
+}  // namespace sm

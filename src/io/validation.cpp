@@ -1,9 +1,9 @@
 #include "io/validation.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -52,6 +52,25 @@ std::string layout_of(const CsvRow& r) {
     return fmt::format("tp{} pp{} dp{} cp{} vp{} mb{}", field(r, "tp"), field(r, "pp"), field(r, "dp"),
                        field(r, "cp").empty() ? "1" : field(r, "cp"), field(r, "vp").empty() ? "1" : field(r, "vp"),
                        field(r, "mbs").empty() ? field(r, "batch") : field(r, "mbs"));
+}
+
+// "MoE N experts top-K" in a notes cell: the digits of N and K (scanned by hand: a regex's
+// backtracking recursion grows with the input a fuzzer feeds it).
+std::optional<std::pair<std::string, std::string>> moe_from_notes(const std::string& notes) {
+    auto digits = [&](size_t at) {
+        size_t end = at;
+        while (end < notes.size() && end - at < 12 && std::isdigit(static_cast<unsigned char>(notes[end]))) ++end;
+        return notes.substr(at, end - at);
+    };
+    for (size_t at = notes.find("MoE "); at != std::string::npos; at = notes.find("MoE ", at + 1)) {
+        const std::string experts = digits(at + 4);
+        const size_t rest = at + 4 + experts.size();
+        const std::string mid = " experts top-";
+        if (experts.empty() || notes.compare(rest, mid.size(), mid) != 0) continue;
+        const std::string top_k = digits(rest + mid.size());
+        if (!top_k.empty()) return std::make_pair(experts, top_k);
+    }
+    return std::nullopt;
 }
 
 bool lists(const std::string& semicolon_list, const std::string& item) {
@@ -126,11 +145,8 @@ Expected<Json> row_scenario(const CsvRow& row) {
     } else {
         // Sets without MoE columns state the experts in their notes ("MoE 8 experts top-2";
         // ffn_hidden is then per expert).
-        static const std::regex moe_note(R"(MoE (\d+) experts top-(\d+))");
-        std::smatch mm;
-        const std::string& notes = field(row, "notes");
-        if (std::regex_search(notes, mm, moe_note))
-            model["moe"] = Json{{"experts", cell(mm[1].str())}, {"top_k", cell(mm[2].str())},
+        if (const auto moe = moe_from_notes(field(row, "notes")))
+            model["moe"] = Json{{"experts", cell(moe->first)}, {"top_k", cell(moe->second)},
                                 {"expert_ffn_hidden", cell(field(row, "ffn_hidden"))}};
     }
     Json doc = {{"model", model}, {"system", {{"preset", field(row, "system")}}}};
