@@ -203,6 +203,8 @@ done
     bad "--max-throughput" infer "$H/../../examples/infer-llama2-70b-h100.json" --max-throughput --set system.accelerator.memory_bytes=1e6
     bad "--ttft-ms" serve-search "$base" --ttft-ms -1
     bad "--gpus" serve-search "$base" --gpus 0
+    bad "inference.acceptance_rate" infer "$base" --concurrency 2 --set inference.acceptance_rate=1.5
+    bad "inference.speculative_tokens" infer "$base" --concurrency 2 --set inference.speculative_tokens=-1
     bad "parallel.tpp" serve-search "$base" --set parallel.tpp=2
     bad "parallel.tpp" search "$base" --set parallel.tpp=2
     bad "model.layers" search "$H/string-for-int.json"

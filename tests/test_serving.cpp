@@ -253,3 +253,46 @@ TEST(ServingValidationRows, UnmodelledRowsSkippedWithTheReason) {
 
 }  // namespace
 }  // namespace sm
+
+namespace sm {
+namespace {
+
+TEST(ServingSpeculative, ExpectedTokensPerStepByHand) {
+    InferenceSpec s;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 1.0);  // off
+    s.speculative_tokens = 3;
+    s.acceptance_rate = 0.5;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 1.875);  // (1 - 0.5^4) / (1 - 0.5)
+    s.acceptance_rate = 1.0;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 4.0);  // every draft accepted: k + 1
+    s.acceptance_rate = 0.0;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 1.0);  // only the verify pass's own token
+}
+
+TEST(ServingSpeculative, VerifyAndDraftCostByHand) {
+    // The toy model, C = 3, I = 100, O = 11, chunk 64, 1 draft token accepted with p = 1:
+    // E = 2 tokens per decode step, so a request decodes in 10 / 2 = 5 steps, N = 5 + 2 = 7.
+    // Per step 3 x 5 / 7 decoding requests each verify 2 tokens (q = 2 against the cache),
+    // 3 x 100 / 7 prompt tokens; the draft is one MTP block + head over the decoding requests.
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    InferenceSpec s = toy_workload();
+    s.speculative_tokens = 1;
+    s.acceptance_rate = 1.0;
+    const ServingPoint r = serve_at({m, sys, s}, ParallelConfig{}, 3);
+    EXPECT_DOUBLE_EQ(r.steps_per_request, 7.0);
+    const double d = 15.0 / 7.0, pf = 300.0 / 7.0, started = 3.0 / 7.0;
+    // Verify: toy_step_flop with 2 d tokens at the decode context, the prompt tokens, and 2 d + started samples.
+    const double verify = toy_step_flop(2 * d, 105.5, pf, 100.0, 2 * d + started);
+    // Draft: one layer (half the 2-layer model's layer FLOP) for d tokens + the head for d samples.
+    const double h = 64, dd = 16, heads = 4, kv = 2, f = 128, V = 100;
+    const double weights = h * (heads + 2 * kv) * dd + heads * dd * h + h * 2 * f + f * h;
+    const double draft = 2 * weights * d + 4 * heads * dd * d * 105.5 + 2 * h * V * d;
+    EXPECT_NEAR(r.step.flop, verify + draft, 1e-6 * (verify + draft));
+    EXPECT_DOUBLE_EQ(r.tpot_s, r.step_s / 2.0);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (7.0 * r.step_s));
+}
+
+}  // namespace
+}  // namespace sm

@@ -21,6 +21,12 @@ struct InferenceSpec {
     // Tokens per paged KV-cache block (TensorRT-LLM's tokens_per_block default, 64): a request
     // holds whole blocks.
     int64_t kv_block_tokens = 64;
+    // Speculative decoding with multi-token prediction (serving only): each step drafts
+    // `speculative_tokens` tokens, one MTP block (one transformer layer and the head, as
+    // DeepSeek-V3's) per draft token, and verifies them in one pass; each is accepted with
+    // probability `acceptance_rate` until the first rejection (0 tokens: off).
+    int64_t speculative_tokens = 0;
+    double acceptance_rate = 0.0;
 };
 
 }  // namespace sm

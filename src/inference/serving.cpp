@@ -16,15 +16,27 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 // queue and a lifetime stretches to C I / chunk steps (the prefill-bound regime).
 struct Flow {
     double steps = 0;    // N, steps per request lifetime
-    double decode = 0;   // decode tokens per step: C (O - 1) / N
+    double decode = 0;   // decoding requests per step: C (O - 1) / (E N), E tokens per decode step
     double prefill = 0;  // prompt tokens per step: C I / N
     double started = 0;  // prompts completed (first tokens sampled) per step: C / N
     bool prefill_bound = false;
 };
 
+}  // namespace
+
+double tokens_per_decode_step(const InferenceSpec& s) {
+    // Draft i (1..k) survives with probability a^i; the verify pass adds one token of its own:
+    // E = 1 + a + ... + a^k = (1 - a^(k+1)) / (1 - a) (Leviathan et al., ICML 2023).
+    double e = 0, p = 1;
+    for (int64_t i = 0; i <= s.speculative_tokens; ++i, p *= s.acceptance_rate) e += p;
+    return e;
+}
+
+namespace {
+
 Flow flow(const InferenceSpec& s, int64_t concurrency) {
     const double in = as_d(s.input_len);
-    const double decode_steps = as_d(s.output_len - 1);
+    const double decode_steps = as_d(s.output_len - 1) / tokens_per_decode_step(s);
     const double chunk = as_d(s.prefill_chunk_tokens);
     const double own = decode_steps + std::ceil(in / chunk);
     const double queued = as_d(concurrency) * in / chunk;
@@ -88,19 +100,37 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     // One micro-batch's step: with pp stages, pp micro-batches move through the pipeline at
     // once, so a user's next token waits one pass of its own micro-batch through every stage.
     const double mb = as_d(r.micro_batches);
-    const LayerShape tokens = tokens_shape(p, s, (f.decode + f.prefill) / mb);
+    const double verify = as_d(s.speculative_tokens + 1);  // tokens each decoding request runs per step
+    const LayerShape tokens = tokens_shape(p, s, (f.decode * verify + f.prefill) / mb);
     LayerShape decode = decode_shape(p, s, as_d(s.input_len) + as_d(s.output_len) / 2.0);  // mean decode context
     decode.batch = f.decode / mb;
+    decode.q_len = verify;
     LayerShape prompt = tokens_shape(p, s, f.prefill / mb);
     prompt.kv_len = as_d(s.input_len);  // over a whole prompt, its chunks see I/2 keys each on average
     prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
     const std::array<LayerShape, 2> cores{decode, prompt};
-    r.step = mixed_pass_cost(c, p, tokens, cores, (f.decode + f.started) / mb);
+    r.step = mixed_pass_cost(c, p, tokens, cores, (f.decode * verify + f.started) / mb);
+    if (s.speculative_tokens > 0 && f.decode > 0) {
+        // Drafting: k MTP passes one after another, each one block and the head over the
+        // decoding requests.
+        ModelSpec mtp = c.model;
+        mtp.layers = 1;
+        mtp.moe.first_dense_layers = 0;
+        mtp.moe.interval = 1;
+        ParallelConfig one = p;
+        one.pp = 1;
+        LayerShape draft = decode;
+        draft.q_len = 1;
+        const std::array<LayerShape, 1> draft_core{draft};
+        r.step += mixed_pass_cost({mtp, c.system, s}, one, tokens_shape(one, s, f.decode / mb), draft_core, f.decode / mb)
+                      .scaled(as_d(s.speculative_tokens));
+    }
     r.step_s = r.step.total_s();
 
     const double host = c.system.eff.host_request_overhead_s;
-    r.tpot_s = r.step_s;
-    r.ttft_s = (f.steps - as_d(s.output_len - 1)) * r.step_s + host;
+    const double e = tokens_per_decode_step(s);
+    r.tpot_s = r.step_s / e;
+    r.ttft_s = (f.steps - as_d(s.output_len - 1) / e) * r.step_s + host;
     r.e2e_latency_s = f.steps * r.step_s + host;
     // Little's law: C requests in flight, each living e2e seconds, yield O tokens each.
     r.output_tokens_per_s = as_d(p.dp) * as_d(concurrency) * as_d(s.output_len) / r.e2e_latency_s;
@@ -135,7 +165,8 @@ std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit
     out.push_back(limit);
     // flow(): prompts start to queue where C I / chunk exceeds (O - 1) + ceil(I / chunk).
     const double chunk = as_d(s.prefill_chunk_tokens);
-    const double knee = (as_d(s.output_len - 1) + std::ceil(as_d(s.input_len) / chunk)) * chunk / as_d(s.input_len);
+    const double own = as_d(s.output_len - 1) / tokens_per_decode_step(s) + std::ceil(as_d(s.input_len) / chunk);
+    const double knee = own * chunk / as_d(s.input_len);
     for (const double k : {std::floor(knee), std::ceil(knee)})
         if (k >= 1 && k < as_d(limit)) out.push_back(static_cast<int64_t>(k));
     std::sort(out.begin(), out.end());

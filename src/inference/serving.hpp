@@ -33,6 +33,9 @@ struct ServingPoint {
     bool fits_in_memory = false;
 };
 
+// Tokens a decoding request gains per step: 1 without speculation, 1 + a + ... + a^k with k
+// drafted tokens each accepted with probability a.
+double tokens_per_decode_step(const InferenceSpec& s);
 // The largest n in [1, limit] with ok(n), for ok true on a prefix (0: not even ok(1)).
 int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit);
 

@@ -245,6 +245,8 @@ InferenceSpec read_inference(ObjectReader r) {
     s.framework_overhead_bytes = r.number("framework_overhead_bytes", s.framework_overhead_bytes, 0.0, 1e13);
     s.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", s.prefill_chunk_tokens, 1, int64_t{1} << 24);
     s.kv_block_tokens = r.integer("kv_block_tokens", s.kv_block_tokens, 1, int64_t{1} << 16);
+    s.speculative_tokens = r.integer("speculative_tokens", s.speculative_tokens, 0, 64);
+    s.acceptance_rate = r.number("acceptance_rate", s.acceptance_rate, 0.0, 1.0);
     r.finish();
     return s;
 }
