@@ -185,7 +185,7 @@ bad "error"
 help=$("$BIN" --help 2>/dev/null)
 # Every subcommand this script exercises must be listed: a renamed one fails here, loudly,
 # instead of skipping its cases.
-for sub in train infer search roofline validate presets; do
+for sub in train infer search roofline validate presets serve-search; do
     grep -qE "^ +$sub( |$)" <<<"$help" || note_fail "--help lists no '$sub' subcommand"
 done
 
@@ -198,6 +198,19 @@ done
     bad "duplicate key" infer "$H/duplicate-key.json"
     bad "truncated.json" infer "$H/truncated.json"
     bad "--format" infer "$base" --format yaml
+    bad "--concurrency" infer "$base" --concurrency 0
+    bad "--concurrency" infer "$base" --concurrency many
+    bad "--concurrency" infer "$base" --concurrency 4 --max-throughput
+    bad "--sweep-batch" infer "$base" --max-throughput --sweep-batch 1:8:x2
+    bad "inference.prefill_chunk_tokens" infer "$base" --concurrency 4 --set inference.prefill_chunk_tokens=0
+    bad "inference.kv_block_tokens" infer "$base" --max-throughput --set inference.kv_block_tokens=-1
+    bad "system.efficiency.host_request_overhead_s" infer "$base" --set system.efficiency.host_request_overhead_s=-1
+    bad "--max-throughput" infer "$H/../../examples/infer-llama2-70b-h100.json" --max-throughput --set system.accelerator.memory_bytes=1e6
+    bad "--ttft-ms" serve-search "$base" --ttft-ms -1
+    bad "--gpus" serve-search "$base" --gpus 0
+    bad "inference.acceptance_rate" infer "$base" --concurrency 2 --set inference.acceptance_rate=1.5
+    bad "inference.speculative_tokens" infer "$base" --concurrency 2 --set inference.speculative_tokens=-1
+    bad "parallel.tpp" serve-search "$base" --set parallel.tpp=2
     bad "parallel.tpp" search "$base" --set parallel.tpp=2
     bad "model.layers" search "$H/string-for-int.json"
     bad "truncated.json" search "$H/truncated.json"

@@ -10,11 +10,19 @@
 //   nemo2407        7      5.98%        12.43%            7.0% / 14.4%
 //   vtrain        109      9.29%        42.56%           10.3% / 44.6%
 //   all           157      7.74%        42.56%            8.7% / 44.6%
+//   TensorRT-LLM (inference_trtllm.csv, 2026-11-22, branch serving), by what each row measured:
+//   trtllm output_tokens_per_s_per_gpu      88     26.68%       160.22%          27.7% / 162.3%
+//   trtllm output_tokens_per_s_per_gpu_max  21     70.44%       299.44%          71.5% / 301.5%
+//   trtllm ttft_s                           44     12.28%        58.97%          13.3% /  61.0%
+//   all                                    310     18.01%       299.44%          19.1% / 301.5%
+//   Dense models alone: static throughput 80 rows 22.2%, max throughput 12 rows 14.8%, first
+//   token 40 rows 10.3%; the MoE rows (Mixtral, Qwen3-30B-A3B) are 72-145% off (docs/CALIBRATION.md).
 // Thresholds: mean + 1 point, worst + 2 points. A change that improves a set may tighten its
 // line; one that worsens it must say why in docs/CALIBRATION.md and move the line knowingly.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 
 #include "io/validation.hpp"
 
@@ -34,6 +42,9 @@ constexpr Gate kGates[] = {
     {"imec", 22, 0.045, 0.108},     {"korthikanti", 9, 0.039, 0.081}, {"narayanan", 10, 0.067, 0.157},
     {"nemo2407", 7, 0.070, 0.144},  {"vtrain", 109, 0.103, 0.446},
     {"dgxc", kNvidia2025Rows, 0.066, 0.255},
+    {"trtllm output_tokens_per_s_per_gpu", 88, 0.277, 1.623},
+    {"trtllm output_tokens_per_s_per_gpu_max", 21, 0.715, 3.015},
+    {"trtllm ttft_s", 44, 0.133, 0.610},
 };
 
 const ValidationReport& report() {
@@ -44,17 +55,31 @@ const ValidationReport& report() {
 // Rows by data set: the id's first word (imec-..., vtrain-...), as `validate` groups them.
 std::map<std::string, std::vector<ValidationCase>> by_set() {
     std::map<std::string, std::vector<ValidationCase>> sets;
-    for (const ValidationCase& c : report().cases) sets[c.id.substr(0, c.id.find('-'))].push_back(c);
+    for (const ValidationCase& c : report().cases) {
+        const std::string study = c.id.substr(0, c.id.find('-'));
+        const bool latency = c.metric == "step_time_s" || c.metric == "e2e_latency_s";
+        sets[latency ? study : study + " " + c.metric].push_back(c);
+    }
     return sets;
 }
 
 // Every row of the older sets runs; training_nvidia_2025 skips rows whose inputs were not
-// published (recompute, ...) or whose model the tool cannot express yet, each with its reason.
-TEST(ValidationThresholds, OnlyUnpublishedOrInexpressibleRowsAreSkipped) {
-    for (const std::string& s : report().skipped)
+// published (recompute, ...) or whose model the tool cannot express yet, each with its reason;
+// the TensorRT-LLM set skips the rows whose notes name what the model does not represent
+// (attention data parallelism, MLA, sliding-window attention).
+TEST(ValidationThresholds, OnlyUnpublishedOrUnmodelledRowsAreSkipped) {
+    size_t trtllm = 0;
+    for (const std::string& s : report().skipped) {
+        if (s.rfind("trtllm-", 0) == 0) {
+            ++trtllm;
+            EXPECT_NE(s.find("per the notes"), std::string::npos) << s;
+            continue;
+        }
         EXPECT_TRUE(s.rfind("dgxc-", 0) == 0 || s.rfind("nemo2504-", 0) == 0 || s.rfind("nemo2507-", 0) == 0 || s.rfind("nemo-longseq-", 0) == 0) << s;
-    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows);
-    EXPECT_EQ(report().rows, 157u + 228u);
+    }
+    EXPECT_EQ(trtllm, 53u);
+    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows + 153u);
+    EXPECT_EQ(report().rows, 157u + 228u + 206u);
 }
 
 TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {
@@ -75,8 +100,8 @@ TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {
 
 TEST(ValidationThresholds, AllRowsTogether) {
     const ValidationSummary s = summarize(report().cases);
-    EXPECT_LE(s.mean_abs_error, 0.087);
-    EXPECT_LE(s.max_abs_error, 0.446) << s.worst_id;
+    EXPECT_LE(s.mean_abs_error, 0.191);
+    EXPECT_LE(s.max_abs_error, 3.015) << s.worst_id;
 }
 
 // The summary itself, on rows whose errors are known.

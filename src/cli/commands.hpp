@@ -12,5 +12,6 @@ Runner add_infer(CLI::App& app);
 Runner add_roofline(CLI::App& app);
 Runner add_validate(CLI::App& app);
 Runner add_presets(CLI::App& app);
+Runner add_serve_search(CLI::App& app);
 
 }  // namespace sm::cli

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
     CLI::App app{"scalemodel: analytical performance model of distributed transformer training and inference"};
     app.set_version_flag("--version", std::string("scalemodel ") + SCALEMODEL_VERSION);
     app.require_subcommand(1);
-    std::vector<Runner> runners = {add_train(app), add_search(app), add_infer(app), add_roofline(app), add_validate(app), add_presets(app)};
+    std::vector<Runner> runners = {add_train(app), add_search(app), add_infer(app), add_roofline(app), add_validate(app), add_presets(app),
+                                    add_serve_search(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -31,6 +31,9 @@ struct Efficiency {
     // it. 0: a CUDA-graph-captured engine that hides all of it.
     double host_layer_overhead_s = 0;      // per transformer layer per forward pass
     double host_collective_overhead_s = 0; // per collective call (enqueue + stream sync)
+    // Per request, in its time to first token: tokenisation, scheduling, the first step's setup
+    // and returning the token, on the host (serving only; `infer --concurrency`, serve-search).
+    double host_request_overhead_s = 0;
 };
 
 struct Accelerator {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "comm/collectives.hpp"
 #include "parallel/placement.hpp"
@@ -51,9 +52,24 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
     return c;
 }
 
+// One block's ops: `layer`'s own, or its token-linear ops with the attention cores of `cores`
+// (groups of sequences at their own query and context lengths, side by side in one step).
+LayerOps block_ops(const ModelSpec& m, const LayerShape& layer, LayerKind k, std::span<const LayerShape> cores) {
+    LayerOps ops = layer_ops(m, layer, k);
+    if (cores.empty()) return ops;
+    std::erase_if(ops.ops, [](const Op& o) { return o.attention_core; });
+    for (const LayerShape& g : cores) {
+        if (!(g.batch * g.q_len > 0)) continue;
+        for (const Op& o : layer_ops(m, g, k).ops)
+            if (o.attention_core) ops.ops.push_back(o);
+    }
+    return ops;
+}
+
 // The whole model once: every layer of every stage (stages run in turn), the embedding, the
 // head on `head` (the positions whose logits are needed), and the hops between stages.
-PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const LayerShape& layer, const LayerShape& head) {
+PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const LayerShape& layer, const LayerShape& head,
+                      std::span<const LayerShape> cores = {}) {
     const ModelSpec& m = c.model;
     const SystemSpec& sys = c.system;
     const CostContext ctx = inference_cost_context(c.inference);
@@ -62,7 +78,7 @@ PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const Laye
 
     PassCost total;
     for (const LayerKind k : layer_kinds(m))
-        total += cost_forward(layer_ops(m, layer, k), sys, ctx, spans).scaled(as_d(count_layers(m, k, 0, m.layers)));
+        total += cost_forward(block_ops(m, layer, k, cores), sys, ctx, spans).scaled(as_d(count_layers(m, k, 0, m.layers)));
     total += cost_forward(embedding_ops(m, layer), sys, ctx, spans);
     total += cost_forward(head_ops(m, head, false), sys, ctx, spans);
     const GroupSpan& tp = spans.span[idx(CommGroup::tp)];
@@ -127,6 +143,8 @@ double working_set_bytes(const LayerOps& ops, double act) {
     return worst;
 }
 
+}  // namespace
+
 double activation_bytes(const InferContext& c, const ParallelConfig& p, const LayerShape& layer) {
     const ModelSpec& m = c.model;
     const double residual = layer.batch * layer.q_len * as_d(m.hidden) * layer.act_bytes;
@@ -136,8 +154,6 @@ double activation_bytes(const InferContext& c, const ParallelConfig& p, const La
     for (const LayerKind k : layer_kinds(m)) working = std::max(working, working_set_bytes(layer_ops(m, layer, k), layer.act_bytes));
     return residual + working;
 }
-
-}  // namespace
 
 PassCost& PassCost::operator+=(const PassCost& o) {
     compute_s += o.compute_s;
@@ -202,6 +218,15 @@ PassCost prefill_cost(const InferContext& c, const ParallelConfig& p) {
 PassCost decode_step_cost(const InferContext& c, const ParallelConfig& p, double context) {
     const LayerShape s = decode_shape(p, c.inference, context);
     return forward_pass(c, p, s, s);
+}
+
+PassCost mixed_pass_cost(const InferContext& c, const ParallelConfig& p, const LayerShape& tokens,
+                         std::span<const LayerShape> cores, double sampled) {
+    LayerShape head = tokens;
+    head.batch = sampled;
+    head.q_len = 1;
+    head.kv_len = 1;
+    return forward_pass(c, p, tokens, head, cores);
 }
 
 PassCost decode_sum(const InferContext& c, const ParallelConfig& p, int64_t first, int64_t last) {
@@ -292,7 +317,7 @@ InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p) {
         r.decode_first = decode_step_cost(c, p, as_d(first));
         r.decode_last = decode_step_cost(c, p, as_d(last));
     }
-    r.ttft_s = r.prefill.total_s();
+    r.ttft_s = r.prefill.total_s() + c.system.eff.host_request_overhead_s;  // the request's own host work
     r.e2e_latency_s = r.ttft_s + r.decode.total_s();
     r.tpot_s = r.decode_steps > 0 ? r.decode.total_s() / as_d(r.decode_steps) : 0.0;
     // dp replicas serve independent batches side by side.

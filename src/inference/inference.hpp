@@ -3,6 +3,7 @@
 // the KV cache grows), and the memory each GPU holds. Every op is the training op catalogue's
 // (layer_ops / embedding_ops / head_ops) timed by cost_op and collective_time_s.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "hardware/cost.hpp"
@@ -66,6 +67,14 @@ CostContext inference_cost_context(const InferenceSpec& s);
 PassCost prefill_cost(const InferContext& c, const ParallelConfig& p);
 // One decode step whose new token attends to `context` tokens (itself included).
 PassCost decode_step_cost(const InferContext& c, const ParallelConfig& p, double context);
+// A forward pass whose blocks run the token-linear ops of `tokens` (every sequence's new tokens
+// side by side) and the attention cores of `cores` (groups at their own query and context
+// lengths), with the logits of `sampled` positions: one engine step of continuous batching.
+PassCost mixed_pass_cost(const InferContext& c, const ParallelConfig& p, const LayerShape& tokens,
+                         std::span<const LayerShape> cores, double sampled);
+// Activation working set of one forward pass of `layer`: the residual stream beside the largest
+// kernel's inputs and outputs (or the sampled logits).
+double activation_bytes(const InferContext& c, const ParallelConfig& p, const LayerShape& layer);
 // Decode steps for contexts first..last (inclusive), summed exactly. The step cost is piecewise
 // linear in the context (each op a max of linear roofline terms), so segments on which it is
 // linear are summed in closed form and the rest are bisected.

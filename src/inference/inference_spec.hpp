@@ -14,6 +14,19 @@ struct InferenceSpec {
     Precision weight_precision = Precision::fp16;  // weights as stored
     Precision kv_precision = Precision::fp16;      // KV cache
     double framework_overhead_bytes = 1073741824.0;
+    // Continuous batching (`infer --concurrency`, `--max-throughput`, `serve-search`).
+    // Prefill tokens one engine step carries beside its decode tokens: a prompt longer than this
+    // is prefilled in chunks. TensorRT-LLM's max_num_tokens default (8192).
+    int64_t prefill_chunk_tokens = 8192;
+    // Tokens per paged KV-cache block (TensorRT-LLM's tokens_per_block default, 64): a request
+    // holds whole blocks.
+    int64_t kv_block_tokens = 64;
+    // Speculative decoding with multi-token prediction (serving only): each step drafts
+    // `speculative_tokens` tokens, one MTP block (one transformer layer and the head, as
+    // DeepSeek-V3's) per draft token, and verifies them in one pass; each is accepted with
+    // probability `acceptance_rate` until the first rejection (0 tokens: off).
+    int64_t speculative_tokens = 0;
+    double acceptance_rate = 0.0;
 };
 
 }  // namespace sm

@@ -26,6 +26,19 @@ std::string si(double x, const char* unit) {
 
 }  // namespace
 
+Json precision_json(const InferenceSpec& i) {
+    return Json{{"math", to_string(i.precision)}, {"weights", to_string(i.weight_precision)}, {"kv_cache", to_string(i.kv_precision)}};
+}
+
+Json memory_json(const Scenario& s, const InferMemory& m) {
+    return Json{{"peak_bytes_per_gpu", m.peak_bytes_per_gpu},
+                {"capacity_bytes", s.system.accel.memory_bytes},
+                {"weights_bytes", m.weights_bytes},
+                {"kv_cache_bytes", m.kv_cache_bytes},
+                {"activations_bytes", m.activations_bytes},
+                {"overhead_bytes", m.overhead_bytes}};
+}
+
 Json infer_json(const Scenario& s, const InferResult& r) {
     const InferenceSpec& i = s.inference;
     const InferMemory& m = r.memory;
@@ -36,8 +49,7 @@ Json infer_json(const Scenario& s, const InferResult& r) {
         {"batch", i.batch},
         {"input_len", i.input_len},
         {"output_len", i.output_len},
-        {"precision",
-         {{"math", to_string(i.precision)}, {"weights", to_string(i.weight_precision)}, {"kv_cache", to_string(i.kv_precision)}}},
+        {"precision", precision_json(i)},
         {"gpus", r.gpus},
         {"ttft_s", r.ttft_s},
         {"tpot_s", r.tpot_s},
@@ -45,13 +57,7 @@ Json infer_json(const Scenario& s, const InferResult& r) {
         {"output_tokens_per_s", r.output_tokens_per_s},
         {"fits_in_memory", r.fits_in_memory},
         {"max_batch_fits", r.max_batch_fits},
-        {"memory",
-         {{"peak_bytes_per_gpu", m.peak_bytes_per_gpu},
-          {"capacity_bytes", s.system.accel.memory_bytes},
-          {"weights_bytes", m.weights_bytes},
-          {"kv_cache_bytes", m.kv_cache_bytes},
-          {"activations_bytes", m.activations_bytes},
-          {"overhead_bytes", m.overhead_bytes}}},
+        {"memory", memory_json(s, m)},
         {"prefill", pass_json(r.prefill)},
         {"decode",
          {{"steps", r.decode_steps},

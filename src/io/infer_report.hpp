@@ -11,6 +11,9 @@
 namespace sm {
 
 Json infer_json(const Scenario& s, const InferResult& r);
+// The "precision" and "memory" objects of infer_json (shared by the serving writers).
+Json precision_json(const InferenceSpec& i);
+Json memory_json(const Scenario& s, const InferMemory& m);
 std::string infer_text(const Scenario& s, const InferResult& r);
 
 // One row of the latency-throughput curve.

@@ -217,6 +217,7 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         f.overlap_interference = e->number("overlap_interference", f.overlap_interference, 0.0, 1.0);
         f.host_layer_overhead_s = e->number("host_layer_overhead_s", f.host_layer_overhead_s, 0.0, 1.0);
         f.host_collective_overhead_s = e->number("host_collective_overhead_s", f.host_collective_overhead_s, 0.0, 1.0);
+        f.host_request_overhead_s = e->number("host_request_overhead_s", f.host_request_overhead_s, 0.0, 10.0);
         e->finish();
     }
     s.scale_up.efficiency = s.eff.scale_up;
@@ -297,8 +298,15 @@ InferenceSpec read_inference(ObjectReader r) {
     s.output_len = r.integer("output_len", s.output_len, 1, int64_t{1} << 24);
     s.precision = read_precision(r, "precision", s.precision);
     s.weight_precision = read_precision(r, "weight_precision", s.precision);
-    s.kv_precision = read_precision(r, "kv_precision", activation_precision(s.precision));
+    // An 8- or 4-bit deployment keeps an fp8 cache (TensorRT-LLM's FP8 KV cache, which its
+    // published fp8/fp4 configurations use); otherwise the cache holds activations as computed.
+    const bool low_bit = bytes_per_element(s.precision) <= 1.0;
+    s.kv_precision = read_precision(r, "kv_precision", low_bit ? Precision::fp8 : activation_precision(s.precision));
     s.framework_overhead_bytes = r.number("framework_overhead_bytes", s.framework_overhead_bytes, 0.0, 1e13);
+    s.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", s.prefill_chunk_tokens, 1, int64_t{1} << 24);
+    s.kv_block_tokens = r.integer("kv_block_tokens", s.kv_block_tokens, 1, int64_t{1} << 16);
+    s.speculative_tokens = r.integer("speculative_tokens", s.speculative_tokens, 0, 64);
+    s.acceptance_rate = r.number("acceptance_rate", s.acceptance_rate, 0.0, 1.0);
     r.finish();
     return s;
 }

@@ -1,5 +1,6 @@
 #include "io/validation.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "io/embedded.hpp"
 #include "io/scenario.hpp"
 #include "inference/inference.hpp"
+#include "inference/serving.hpp"
 #include "training/step.hpp"
 
 namespace sm {
@@ -67,6 +69,51 @@ std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
+// "MoE N experts top-K" in a notes cell: the digits of N and K (scanned by hand: a regex's
+// backtracking recursion grows with the input a fuzzer feeds it).
+std::optional<std::pair<std::string, std::string>> moe_from_notes(const std::string& notes) {
+    auto digits = [&](size_t at) {
+        size_t end = at;
+        while (end < notes.size() && end - at < 12 && std::isdigit(static_cast<unsigned char>(notes[end]))) ++end;
+        return notes.substr(at, end - at);
+    };
+    for (size_t at = notes.find("MoE "); at != std::string::npos; at = notes.find("MoE ", at + 1)) {
+        const std::string experts = digits(at + 4);
+        const size_t rest = at + 4 + experts.size();
+        const std::string mid = " experts top-";
+        if (experts.empty() || notes.compare(rest, mid.size(), mid) != 0) continue;
+        const std::string top_k = digits(rest + mid.size());
+        if (!top_k.empty()) return std::make_pair(experts, top_k);
+    }
+    return std::nullopt;
+}
+
+bool lists(const std::string& semicolon_list, const std::string& item) {
+    return (";" + semicolon_list + ";").find(";" + item + ";") != std::string::npos;
+}
+
+// What an inference row measured: the end-to-end latency of a static batch, the time to first
+// token, or output tokens/s per GPU of a static batch or (batch unpublished) of a serving run at
+// the best concurrency that fits.
+enum class InferMeasure { e2e, ttft, static_throughput, max_throughput };
+struct Measure {
+    InferMeasure kind;
+    const char* column;
+    const char* metric;
+};
+
+Measure inference_measure(const CsvRow& row) {
+    if (field(row, "measured_e2e_latency_s").empty()) {
+        if (!field(row, "measured_ttft_s").empty()) return {InferMeasure::ttft, "measured_ttft_s", "ttft_s"};
+        if (!field(row, "measured_output_tokens_per_s").empty()) {
+            if (lists(field(row, "unpublished_fields"), "batch"))
+                return {InferMeasure::max_throughput, "measured_output_tokens_per_s", "output_tokens_per_s_per_gpu_max"};
+            return {InferMeasure::static_throughput, "measured_output_tokens_per_s", "output_tokens_per_s_per_gpu"};
+        }
+    }
+    return {InferMeasure::e2e, "measured_e2e_latency_s", "e2e_latency_s"};
+}
+
 // The columns row_scenario reads, and the measured value a row is compared on.
 bool is_needed(const CsvRow& row, const std::string& column) {
     static const char* const kInputs[] = {
@@ -74,11 +121,27 @@ bool is_needed(const CsvRow& row, const std::string& column) {
         "seq_len", "system", "tp",     "pp",    "dp",       "cp",         "mbs",     "sequence_parallel",
         "zero",   "recompute", "gbs",  "precision", "batch", "input_len", "output_len"};
     if (column == "vp") return field(row, "pp") != "1";             // interleaving needs a pipeline
+    // A serving row without its batch is compared at the best concurrency (infer --max-throughput).
+    if (column == "batch" && !is_training_row(row)) return inference_measure(row).kind != InferMeasure::max_throughput;
     if (column == "ep" || column == "moe_experts" || column == "moe_top_k") return !field(row, "moe_experts").empty();
-    if (column == (is_training_row(row) ? "measured_step_time_s" : "measured_e2e_latency_s")) return true;
+    if (column == (is_training_row(row) ? "measured_step_time_s" : inference_measure(row).column)) return true;
     for (const char* c : kInputs)
         if (column == c) return true;
     return false;
+}
+
+// What a row's notes say the model does not represent (never guessed around: the row is skipped).
+std::optional<std::string> unmodelled(const CsvRow& row) {
+    const std::string& notes = field(row, "notes");
+    if (notes.find("attention data-parallel") != std::string::npos)
+        return "attention data parallelism (DEP, per the notes) is not modelled";
+    if (notes.find("MLA attention") != std::string::npos) return "multi-head latent attention (MLA, per the notes) is not modelled";
+    if (notes.find("sliding-window") != std::string::npos) return "sliding-window attention (per the notes) is not modelled";
+    if (notes.find("EP degree not stated") != std::string::npos && field(row, "tp") != "1")
+        return "the expert-parallel degree is unpublished (per the notes)";
+    if (!field(row, "throughput_scope").empty() && field(row, "throughput_scope") != "per_gpu")
+        return "throughput_scope " + printable(field(row, "throughput_scope")) + ": only per_gpu throughput is compared";
+    return std::nullopt;
 }
 
 }  // namespace
@@ -108,9 +171,23 @@ Expected<Json> row_scenario(const CsvRow& row) {
     }
     for (const char* k : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_act", "vocab", "seq_len"})
         copy(model, k, row, k);
+    // Inference never reads the model's context window beyond the row's own tokens: a set that
+    // does not state it gets input_len + output_len (changes no prediction).
+    if (field(row, "seq_len").empty() && !is_training_row(row)) {
+        const Json in = cell(field(row, "input_len")), out = cell(field(row, "output_len"));
+        if (in.is_number_integer() && out.is_number_integer() && in.get<int64_t>() < (int64_t{1} << 40) &&
+            out.get<int64_t>() < (int64_t{1} << 40))
+            model["seq_len"] = in.get<int64_t>() + out.get<int64_t>();
+    }
     if (!field(row, "moe_experts").empty()) {
         model["moe"] = Json{{"experts", cell(field(row, "moe_experts"))}, {"top_k", cell(field(row, "moe_top_k"))},
                             {"expert_ffn_hidden", cell(field(row, "ffn_hidden"))}};
+    } else {
+        // Sets without MoE columns state the experts in their notes ("MoE 8 experts top-2";
+        // ffn_hidden is then per expert).
+        if (const auto moe = moe_from_notes(field(row, "notes")))
+            model["moe"] = Json{{"experts", cell(moe->first)}, {"top_k", cell(moe->second)},
+                                {"expert_ffn_hidden", cell(field(row, "ffn_hidden"))}};
     }
     Json doc = {{"model", model}, {"system", {{"preset", field(row, "system")}}}};
     Json par = Json::object();
@@ -125,6 +202,8 @@ Expected<Json> row_scenario(const CsvRow& row) {
     } else {
         Json inf = Json::object();
         for (const char* k : {"batch", "input_len", "output_len", "precision"}) copy(inf, k, row, k);
+        // NVFP4 (TensorRT-LLM): fp4 E2M1 values with a shared scale per 16; costed as fp4.
+        if (field(row, "precision") == "nvfp4") inf["precision"] = "fp4";
         doc["inference"] = inf;
     }
     return doc;
@@ -209,6 +288,10 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             rep.skipped.push_back(shown_id + ": " + missing);
             return;
         }
+        if (const auto why = training ? std::nullopt : unmodelled(row)) {
+            rep.skipped.push_back(shown_id + ": " + *why);
+            return;
+        }
         // The set's overrides, then its model's, then the user's: the user's word is last.
         std::vector<std::string> sets = ctx.overrides;
         if (auto m = ctx.models.find(field(row, "model")); m != ctx.models.end()) {
@@ -230,11 +313,11 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             rep.skipped.push_back(shown_id + ": " + s.error().message());
             return;
         }
-        const double measured =
-            std::strtod(field(row, training ? "measured_step_time_s" : "measured_e2e_latency_s").c_str(), nullptr);
+        const Measure how = inference_measure(row);
+        const char* column = training ? "measured_step_time_s" : how.column;
+        const double measured = std::strtod(field(row, column).c_str(), nullptr);
         if (!(measured > 0) || !std::isfinite(measured)) {  // 1e400 reads as infinity: no error can be computed
-            rep.skipped.push_back(shown_id + (training ? ": measured_step_time_s is not a positive finite number"
-                                                 : ": measured_e2e_latency_s is not a positive finite number"));
+            rep.skipped.push_back(shown_id + ": " + column + " is not a positive finite number");
             return;
         }
         ValidationCase c;
@@ -254,10 +337,25 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             c.comm_share = t.step_time_s > 0 ? comm / t.step_time_s : 0.0;
             c.layout = layout_of(row);
         } else {
-            c.metric = "e2e_latency_s";
-            c.predicted = evaluate_inference({s->model, s->system, s->inference}, s->parallel).e2e_latency_s;
+            const InferContext ic{s->model, s->system, s->inference};
+            c.metric = how.metric;
             c.layout = fmt::format("tp{} pp{} batch {} {} in/{} out", s->parallel.tp, s->parallel.pp, s->inference.batch,
                                    s->inference.input_len, s->inference.output_len);
+            if (how.kind == InferMeasure::max_throughput) {
+                const std::optional<ServingPoint> best = max_throughput(ic, s->parallel);
+                if (!best) {
+                    rep.skipped.push_back(shown_id + ": not even one request fits in memory");
+                    return;
+                }
+                c.predicted = best->output_tokens_per_s_per_gpu;
+                c.layout = fmt::format("tp{} pp{} concurrency {} {} in/{} out", s->parallel.tp, s->parallel.pp,
+                                       best->concurrency, s->inference.input_len, s->inference.output_len);
+            } else {
+                const InferResult r = evaluate_inference(ic, s->parallel);
+                c.predicted = how.kind == InferMeasure::ttft                ? r.ttft_s
+                              : how.kind == InferMeasure::static_throughput ? r.output_tokens_per_s / static_cast<double>(r.gpus)
+                                                                            : r.e2e_latency_s;
+            }
         }
         c.error = (c.predicted - c.measured) / c.measured;
         rep.cases.push_back(std::move(c));

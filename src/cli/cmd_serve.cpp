@@ -1,0 +1,133 @@
+// `scalemodel serve-search`: the best serving configurations under latency targets, and the
+// Pareto front of tokens/s/GPU against tokens/s/user.
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "io/csv.hpp"
+#include "search/serve_search.hpp"
+
+namespace sm::cli {
+
+namespace {
+
+Json hit_json(const ServeHit& h) {
+    const ServingPoint& p = h.point;
+    return Json{{"tp", h.layout.tp},
+                {"pp", h.layout.pp},
+                {"dp", h.layout.dp},
+                {"ep", h.layout.ep},
+                {"concurrency", p.concurrency},
+                {"ttft_s", p.ttft_s},
+                {"tpot_s", p.tpot_s},
+                {"output_tokens_per_s_per_gpu", p.output_tokens_per_s_per_gpu},
+                {"output_tokens_per_s_per_user", p.output_tokens_per_s_per_user},
+                {"output_tokens_per_s", p.output_tokens_per_s},
+                {"peak_bytes_per_gpu", p.memory.peak_bytes_per_gpu}};
+}
+
+Json result_json(const Scenario& s, int64_t gpus, const ServeTargets& t, const ServeSearchResult& r) {
+    Json best = Json::array(), front = Json::array();
+    for (const ServeHit& h : r.best) best.push_back(hit_json(h));
+    for (const ServeHit& h : r.pareto) front.push_back(hit_json(h));
+    return Json{{"model", s.model.name},   {"system", s.system.name},       {"gpus", gpus},
+                {"input_len", s.inference.input_len}, {"output_len", s.inference.output_len},
+                {"ttft_target_s", t.ttft_s}, {"tpot_target_s", t.tpot_s}, {"layouts", r.layouts},
+                {"points", r.points},      {"best", best},                  {"pareto", front}};
+}
+
+std::string hits_csv(const ServeSearchResult& r) {
+    std::string o = csv_line({"list", "tp", "pp", "dp", "ep", "concurrency", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu",
+                              "output_tokens_per_s_per_user"});
+    auto rows = [&](const char* list, const std::vector<ServeHit>& hs) {
+        for (const ServeHit& h : hs)
+            o += csv_line({list, std::to_string(h.layout.tp), std::to_string(h.layout.pp), std::to_string(h.layout.dp),
+                           std::to_string(h.layout.ep), std::to_string(h.point.concurrency), csv_number(h.point.ttft_s),
+                           csv_number(h.point.tpot_s), csv_number(h.point.output_tokens_per_s_per_gpu),
+                           csv_number(h.point.output_tokens_per_s_per_user)});
+    };
+    rows("best", r.best);
+    rows("pareto", r.pareto);
+    return o;
+}
+
+std::string hits_text(const Scenario& s, int64_t gpus, const ServeTargets& t, const ServeSearchResult& r) {
+    auto target = [](double x) { return x > 0 ? seconds(x) : std::string("none"); };
+    std::string o = fmt::format("Serving search: {} on {} x {} ({}), {} in / {} out; targets TTFT {}, TPOT {}\n",
+                                s.model.name, gpus, s.system.accel.name, s.system.name, s.inference.input_len,
+                                s.inference.output_len, target(t.ttft_s), target(t.tpot_s));
+    o += fmt::format("{} layouts, {} steady states evaluated\n", r.layouts, r.points);
+    auto table = [&](const std::vector<ServeHit>& hs) {
+        o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12} {:>12}\n", "tp", "pp", "dp", "ep", "C/repl",
+                         "TTFT", "TPOT", "tok/s/GPU", "tok/s/user");
+        for (const ServeHit& h : hs)
+            o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12.1f} {:>12.1f}\n", h.layout.tp, h.layout.pp,
+                             h.layout.dp, h.layout.ep, h.point.concurrency, seconds(h.point.ttft_s), seconds(h.point.tpot_s),
+                             h.point.output_tokens_per_s_per_gpu, h.point.output_tokens_per_s_per_user);
+    };
+    o += "\nBest under the targets (output tokens/s per GPU):\n";
+    if (r.best.empty())
+        o += "  none: no layout and concurrency meets the targets in memory\n";
+    else
+        table(r.best);
+    o += "\nPareto front (tokens/s/GPU against tokens/s/user, all layouts and concurrencies):\n";
+    table(r.pareto);
+    return o;
+}
+
+}  // namespace
+
+Runner add_serve_search(CLI::App& app) {
+    struct Opts {
+        std::string scenario;
+        std::vector<std::string> sets;
+        std::string format = "text";
+        double ttft_ms = 0, tpot_ms = 0;
+        int64_t gpus = 0;
+        size_t top = 10;
+        bool no_progress = false;
+    };
+    auto o = std::make_shared<Opts>();
+    CLI::App* cmd = app.add_subcommand(
+        "serve-search", "Best serving layouts and concurrencies under TTFT/TPOT targets; Pareto front of tokens/s/GPU vs tokens/s/user");
+    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (its inference section: lengths, precision)")->required();
+    cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
+    cmd->add_option("--ttft-ms", o->ttft_ms, "time-to-first-token target in ms (0: none)")->check(CLI::Range(0.0, 1e9));
+    cmd->add_option("--tpot-ms", o->tpot_ms, "time-per-output-token target in ms (0: none)")->check(CLI::Range(0.0, 1e9));
+    cmd->add_option("--gpus", o->gpus, "GPUs to serve on (default: the scenario's tp x pp x dp)")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+    cmd->add_option("--top", o->top, "configurations to list")->check(CLI::Range(size_t{1}, size_t{1000}));
+    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
+    return [cmd, o]() -> int {
+        if (!cmd->parsed()) return -1;
+        auto s = load(o->scenario, o->sets, Purpose::infer);
+        if (!s) return bad_input(s.error());
+        note_assumptions(*s, Purpose::infer);
+        const int64_t gpus = o->gpus > 0 ? o->gpus : s->parallel.tp * s->parallel.pp * s->parallel.dp;
+        const ServeTargets t{o->ttft_ms / 1e3, o->tpot_ms / 1e3};
+        const bool bar = !o->no_progress && isatty(STDERR_FILENO);
+        auto progress = [&](int64_t done, int64_t total) {
+            constexpr int kWidth = 24;
+            const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+            std::cerr << fmt::format("\r\033[K{} GPUs [{}{}] {}/{} layouts", gpus, std::string(static_cast<size_t>(filled), '#'),
+                                     std::string(static_cast<size_t>(kWidth - filled), '.'), done, total)
+                      << std::flush;
+        };
+        const ServeSearchResult r =
+            serve_search({s->model, s->system, s->inference}, gpus, t, o->top, bar ? std::function<void(int64_t, int64_t)>(progress) : nullptr);
+        if (bar) std::cerr << "\r\033[K" << std::flush;
+        const Json j = result_json(*s, gpus, t, r);
+        switch (parse_format(o->format)) {
+            case Format::json: return emit_json(j);
+            case Format::csv: return emit_checked(j, hits_csv(r));
+            case Format::text: return emit_checked(j, hits_text(*s, gpus, t, r));
+        }
+        return kExitOk;
+    };
+}
+
+}  // namespace sm::cli

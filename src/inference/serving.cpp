@@ -1,0 +1,188 @@
+#include "inference/serving.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace sm {
+
+namespace {
+
+double as_d(int64_t x) { return static_cast<double>(x); }
+
+// Where requests are in their lives, averaged over the steady state. A request spends
+// ceil(I / chunk) steps on its prompt and O - 1 steps decoding (the prompt's last chunk yields
+// token 1). When the prompts of C requests need more than the chunk budget per step, they
+// queue and a lifetime stretches to C I / chunk steps (the prefill-bound regime).
+struct Flow {
+    double steps = 0;    // N, steps per request lifetime
+    double decode = 0;   // decoding requests per step: C (O - 1) / (E N), E tokens per decode step
+    double prefill = 0;  // prompt tokens per step: C I / N
+    double started = 0;  // prompts completed (first tokens sampled) per step: C / N
+    bool prefill_bound = false;
+};
+
+}  // namespace
+
+double tokens_per_decode_step(const InferenceSpec& s) {
+    // Draft i (1..k) survives with probability a^i; the verify pass adds one token of its own:
+    // E = 1 + a + ... + a^k = (1 - a^(k+1)) / (1 - a) (Leviathan et al., ICML 2023).
+    double e = 0, p = 1;
+    for (int64_t i = 0; i <= s.speculative_tokens; ++i, p *= s.acceptance_rate) e += p;
+    return e;
+}
+
+namespace {
+
+Flow flow(const InferenceSpec& s, int64_t concurrency) {
+    const double in = as_d(s.input_len);
+    const double decode_steps = as_d(s.output_len - 1) / tokens_per_decode_step(s);
+    const double chunk = as_d(s.prefill_chunk_tokens);
+    const double own = decode_steps + std::ceil(in / chunk);
+    const double queued = as_d(concurrency) * in / chunk;
+    Flow f;
+    f.prefill_bound = queued > own;
+    f.steps = std::max(own, queued);
+    f.started = as_d(concurrency) / f.steps;
+    f.decode = f.started * decode_steps;
+    f.prefill = f.started * in;
+    return f;
+}
+
+int64_t micro_batches(const ParallelConfig& p, int64_t concurrency) { return std::min(p.pp, concurrency); }
+
+// The step's token-linear shape for `tokens` tokens side by side (one micro-batch).
+LayerShape tokens_shape(const ParallelConfig& p, const InferenceSpec& s, double tokens) {
+    LayerShape t = decode_shape(p, s, as_d(s.input_len));
+    t.batch = 1;
+    t.q_len = tokens;
+    return t;
+}
+
+double kv_tokens_per_request(const InferenceSpec& s) {
+    // A request's context grows from I to I + O over its life: I + O/2 on average, held in whole blocks.
+    const double block = as_d(s.kv_block_tokens);
+    return std::ceil((as_d(s.input_len) + as_d(s.output_len) / 2.0) / block) * block;
+}
+
+}  // namespace
+
+InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency) {
+    const InferenceSpec& s = c.inference;
+    const Flow f = flow(s, concurrency);
+    const double mb = as_d(micro_batches(p, concurrency));
+    InferMemory mem;
+    mem.weights_bytes = weight_params_per_gpu(c.model, p) * bytes_per_element(s.weight_precision);
+    mem.overhead_bytes = s.framework_overhead_bytes;
+    InferenceSpec all = s;
+    all.batch = concurrency;  // every request in flight keeps its cache on every stage
+    mem.kv_cache_bytes = kv_cache_bytes_per_gpu(c.model, p, all, kv_tokens_per_request(s));
+    // The largest step: a micro-batch's decode tokens beside a whole chunk of prompt.
+    const double chunk = std::max(f.prefill, as_d(std::min(s.input_len, s.prefill_chunk_tokens)));
+    mem.activations_bytes = activation_bytes(c, p, tokens_shape(p, s, (f.decode + chunk) / mb));
+    mem.peak_bytes_per_gpu = mem.weights_bytes + mem.overhead_bytes + mem.kv_cache_bytes + mem.activations_bytes;
+    return mem;
+}
+
+ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency) {
+    const InferenceSpec& s = c.inference;
+    const Flow f = flow(s, concurrency);
+    ServingPoint r;
+    r.concurrency = concurrency;
+    r.micro_batches = micro_batches(p, concurrency);
+    r.steps_per_request = f.steps;
+    r.decode_tokens = f.decode;
+    r.prefill_tokens = f.prefill;
+    r.prefill_bound = f.prefill_bound;
+    r.kv_tokens_per_request = kv_tokens_per_request(s);
+    r.gpus = p.tp * p.pp * p.dp;
+
+    // One micro-batch's step: with pp stages, pp micro-batches move through the pipeline at
+    // once, so a user's next token waits one pass of its own micro-batch through every stage.
+    const double mb = as_d(r.micro_batches);
+    const double verify = as_d(s.speculative_tokens + 1);  // tokens each decoding request runs per step
+    const LayerShape tokens = tokens_shape(p, s, (f.decode * verify + f.prefill) / mb);
+    LayerShape decode = decode_shape(p, s, as_d(s.input_len) + as_d(s.output_len) / 2.0);  // mean decode context
+    decode.batch = f.decode / mb;
+    decode.q_len = verify;
+    LayerShape prompt = tokens_shape(p, s, f.prefill / mb);
+    prompt.kv_len = as_d(s.input_len);  // over a whole prompt, its chunks see I/2 keys each on average
+    prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
+    const std::array<LayerShape, 2> cores{decode, prompt};
+    r.step = mixed_pass_cost(c, p, tokens, cores, (f.decode * verify + f.started) / mb);
+    if (s.speculative_tokens > 0 && f.decode > 0) {
+        // Drafting: k MTP passes one after another, each one block and the head over the
+        // decoding requests.
+        ModelSpec mtp = c.model;
+        mtp.layers = 1;
+        mtp.moe.first_dense_layers = 0;
+        mtp.moe.interval = 1;
+        ParallelConfig one = p;
+        one.pp = 1;
+        LayerShape draft = decode;
+        draft.q_len = 1;
+        const std::array<LayerShape, 1> draft_core{draft};
+        r.step += mixed_pass_cost({mtp, c.system, s}, one, tokens_shape(one, s, f.decode / mb), draft_core, f.decode / mb)
+                      .scaled(as_d(s.speculative_tokens));
+    }
+    r.step_s = r.step.total_s();
+
+    const double host = c.system.eff.host_request_overhead_s;
+    const double e = tokens_per_decode_step(s);
+    r.tpot_s = r.step_s / e;
+    r.ttft_s = (f.steps - as_d(s.output_len - 1) / e) * r.step_s + host;
+    r.e2e_latency_s = f.steps * r.step_s + host;
+    // Little's law: C requests in flight, each living e2e seconds, yield O tokens each.
+    r.output_tokens_per_s = as_d(p.dp) * as_d(concurrency) * as_d(s.output_len) / r.e2e_latency_s;
+    r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / as_d(r.gpus);
+    r.output_tokens_per_s_per_user = 1.0 / r.tpot_s;
+    r.memory = serving_memory(c, p, concurrency);
+    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes;
+    return r;
+}
+
+int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit) {
+    if (limit < 1 || !ok(1)) return 0;
+    if (ok(limit)) return limit;
+    int64_t lo = 1, hi = limit;  // ok(lo), !ok(hi)
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        (ok(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p) {
+    // Memory grows with C (more caches, never fewer tokens per step): bisect.
+    auto fits = [&](int64_t n) { return serving_memory(c, p, n).peak_bytes_per_gpu <= c.system.accel.memory_bytes; };
+    return largest_on_prefix(fits, int64_t{1} << 24);
+}
+
+std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit) {
+    const InferenceSpec& s = c.inference;
+    std::vector<int64_t> out;
+    for (int64_t n = 1; n < limit; n *= 2) out.push_back(n);
+    out.push_back(limit);
+    // flow(): prompts start to queue where C I / chunk exceeds (O - 1) + ceil(I / chunk).
+    const double chunk = as_d(s.prefill_chunk_tokens);
+    const double own = as_d(s.output_len - 1) / tokens_per_decode_step(s) + std::ceil(as_d(s.input_len) / chunk);
+    const double knee = own * chunk / as_d(s.input_len);
+    for (const double k : {std::floor(knee), std::ceil(knee)})
+        if (k >= 1 && k < as_d(limit)) out.push_back(static_cast<int64_t>(k));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p) {
+    const int64_t limit = max_concurrency_that_fits(c, p);
+    if (limit == 0) return std::nullopt;
+    std::optional<ServingPoint> best;
+    for (const int64_t n : concurrency_candidates(c, limit)) {
+        ServingPoint pt = serve_at(c, p, n);
+        if (!best || pt.output_tokens_per_s_per_gpu > best->output_tokens_per_s_per_gpu * (1.0 + 1e-9)) best = std::move(pt);
+    }
+    return best;
+}
+
+}  // namespace sm

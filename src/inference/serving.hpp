@@ -1,0 +1,55 @@
+#pragma once
+// Serving under continuous (in-flight) batching: the steady state of `concurrency` requests in
+// flight per replica, each engine step carrying one decode token of every request past its
+// prompt and a chunk of prompt tokens. Every step is one forward pass costed by
+// mixed_pass_cost (the same op catalogue and GEMM timing as `infer`).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "inference/inference.hpp"
+
+namespace sm {
+
+struct ServingPoint {
+    int64_t concurrency = 0;        // requests in flight per replica (closed loop: a finished one is replaced)
+    int64_t micro_batches = 1;      // min(pp, concurrency): the in-flight set split over the stages
+    double steps_per_request = 0;   // engine steps from arrival to the last token
+    double decode_tokens = 0;       // per step, whole replica: requests past their prompt
+    double prefill_tokens = 0;      // per step, whole replica: prompt tokens (chunks)
+    bool prefill_bound = false;     // prompts arrive faster than the chunk budget: they queue
+    double kv_tokens_per_request = 0;  // the cache a request holds on average, in whole blocks
+    double step_s = 0;              // one step through every stage: the time between a user's tokens
+    double ttft_s = 0;              // queueing + prefill chunks + the fixed per-request host cost
+    double tpot_s = 0;
+    double e2e_latency_s = 0;
+    double output_tokens_per_s = 0;          // all dp replicas
+    double output_tokens_per_s_per_gpu = 0;
+    double output_tokens_per_s_per_user = 0; // 1 / tpot
+    int64_t gpus = 0;
+    PassCost step;                  // one micro-batch's step through the whole model
+    InferMemory memory;             // KV cache: every request at its average footprint
+    bool fits_in_memory = false;
+};
+
+// Tokens a decoding request gains per step: 1 without speculation, 1 + a + ... + a^k with k
+// drafted tokens each accepted with probability a.
+double tokens_per_decode_step(const InferenceSpec& s);
+// The largest n in [1, limit] with ok(n), for ok true on a prefix (0: not even ok(1)).
+int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit);
+
+// The steady state at `concurrency` (>= 1) requests in flight per replica.
+ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency);
+// Memory of that steady state on one GPU (weights, KV blocks, the largest step's activations).
+InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency);
+// The largest concurrency whose memory fits (0: not even one request).
+int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p);
+// The concurrencies worth evaluating up to `limit`: powers of two, the limit, and the two either
+// side of where prompts start to queue (beyond it throughput stops growing).
+std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit);
+// The highest output tokens/s/GPU over the concurrencies that fit (the smallest such C on ties);
+// nullopt when not even one request fits.
+std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p);
+
+}  // namespace sm

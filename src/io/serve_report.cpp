@@ -1,0 +1,70 @@
+#include "io/serve_report.hpp"
+
+#include <fmt/format.h>
+
+#include "io/infer_report.hpp"
+
+namespace sm {
+
+Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
+    const InferenceSpec& i = s.inference;
+    const InferMemory& m = r.memory;
+    return Json{
+        {"model", s.model.name},
+        {"system", s.system.name},
+        {"parallel", parallel_json(s.parallel)},
+        {"mode", mode},
+        {"concurrency", r.concurrency},
+        {"max_concurrency_fits", max_concurrency_fits},
+        {"input_len", i.input_len},
+        {"output_len", i.output_len},
+        {"prefill_chunk_tokens", i.prefill_chunk_tokens},
+        {"kv_block_tokens", i.kv_block_tokens},
+        {"precision", precision_json(i)},
+        {"gpus", r.gpus},
+        {"ttft_s", r.ttft_s},
+        {"tpot_s", r.tpot_s},
+        {"e2e_latency_s", r.e2e_latency_s},
+        {"output_tokens_per_s", r.output_tokens_per_s},
+        {"output_tokens_per_s_per_gpu", r.output_tokens_per_s_per_gpu},
+        {"output_tokens_per_s_per_user", r.output_tokens_per_s_per_user},
+        {"steady_state",
+         {{"steps_per_request", r.steps_per_request},
+          {"decode_tokens_per_step", r.decode_tokens},
+          {"prefill_tokens_per_step", r.prefill_tokens},
+          {"prefill_bound", r.prefill_bound},
+          {"micro_batches", r.micro_batches},
+          {"kv_tokens_per_request", r.kv_tokens_per_request}}},
+        {"fits_in_memory", r.fits_in_memory},
+        {"memory", memory_json(s, m)},
+    };
+}
+
+std::string serve_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
+    const InferenceSpec& i = s.inference;
+    const ParallelConfig& p = s.parallel;
+    std::string o;
+    o += fmt::format("Serving (continuous batching): {} on {} x {} ({})\n", s.model.name, r.gpus, s.system.accel.name,
+                     s.system.name);
+    o += fmt::format("Layout: tp {} . pp {} . dp {} (replicas)   {} in / {} out   math {} . weights {} . KV {}\n", p.tp, p.pp,
+                     p.dp, i.input_len, i.output_len, to_string(i.precision), to_string(i.weight_precision),
+                     to_string(i.kv_precision));
+    o += fmt::format("Concurrency {} per replica{}   (largest that fits: {})\n", r.concurrency,
+                     mode == "max_throughput" ? ", the best for throughput" : "", max_concurrency_fits);
+    o += fmt::format("\n  time to first token  {:>12}{}\n", seconds(r.ttft_s), r.prefill_bound ? "   (prompts queue: prefill-bound)" : "");
+    o += fmt::format("  time per out token   {:>12}\n", seconds(r.tpot_s));
+    o += fmt::format("  end-to-end latency   {:>12}\n", seconds(r.e2e_latency_s));
+    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU, {:.1f} per user)\n", r.output_tokens_per_s,
+                     r.output_tokens_per_s_per_gpu, r.output_tokens_per_s_per_user);
+    o += fmt::format("\n  each engine step: {:.1f} decode + {:.1f} prompt tokens over {} micro-batch(es); {:.1f} steps per request\n",
+                     r.decode_tokens, r.prefill_tokens, r.micro_batches, r.steps_per_request);
+    const InferMemory& m = r.memory;
+    o += fmt::format("\n  memory per GPU       {:>12} of {}{}\n", gib(m.peak_bytes_per_gpu), gib(s.system.accel.memory_bytes),
+                     r.fits_in_memory ? "" : "   DOES NOT FIT");
+    o += fmt::format("    weights {} . KV cache {} ({:.0f} tokens per request) . activations {} . framework {}\n",
+                     gib(m.weights_bytes), gib(m.kv_cache_bytes), r.kv_tokens_per_request, gib(m.activations_bytes),
+                     gib(m.overhead_bytes));
+    return o;
+}
+
+}  // namespace sm

@@ -1,0 +1,94 @@
+// serve-search against brute force: every layout of a small GPU count at every concurrency that
+// fits, under latency targets; and the Pareto front's defining property.
+#include <gtest/gtest.h>
+
+#include "search/serve_search.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+struct Space {
+    const char* name;
+    int64_t gpus;
+    double ttft_s, tpot_s;
+    double memory_bytes;
+};
+
+class ServeSearchVsBruteForce : public ::testing::TestWithParam<Space> {};
+
+TEST_P(ServeSearchVsBruteForce, SameBest) {
+    const Space sp = GetParam();
+    const ModelSpec m = testing::tiny_llama(4);  // 4 heads, 2 KV heads, ffn 128, 4 layers
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = sp.memory_bytes;
+    InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    s.prefill_chunk_tokens = 128;
+    s.framework_overhead_bytes = 0;
+    const InferContext c{m, sys, s};
+    const ServeTargets t{sp.ttft_s, sp.tpot_s};
+    const ServeSearchResult r = serve_search(c, sp.gpus, t, 5);
+
+    // Brute force: tp | 4 heads (and then divides or is a multiple of the 2 KV heads, and
+    // divides ffn 128), pp | 4 layers, dp the rest; every concurrency 1..4096.
+    std::optional<ServeHit> best;
+    int64_t layouts = 0;
+    for (int64_t tp : {1, 2, 4})
+        for (int64_t pp : {1, 2, 4}) {
+            if (sp.gpus % (tp * pp) != 0) continue;
+            ParallelConfig p;
+            p.tp = tp;
+            p.pp = pp;
+            p.dp = sp.gpus / (tp * pp);
+            ++layouts;
+            for (int64_t n = 1; n <= 4096; ++n) {
+                ServeHit h{p, serve_at(c, p, n)};
+                if (!meets(h.point, t)) continue;
+                if (!best || better(h, *best)) best = h;
+            }
+        }
+    EXPECT_EQ(r.layouts, layouts);
+    ASSERT_EQ(best.has_value(), !r.best.empty());
+    if (!best) return;
+    const ServeHit& got = r.best.front();
+    EXPECT_EQ(got.layout.tp, best->layout.tp);
+    EXPECT_EQ(got.layout.pp, best->layout.pp);
+    EXPECT_EQ(got.point.concurrency, best->point.concurrency);
+    EXPECT_DOUBLE_EQ(got.point.output_tokens_per_s_per_gpu, best->point.output_tokens_per_s_per_gpu);
+}
+
+// Memory 2 MB: a few dozen requests fit (each holds 352 tokens x 4 layers x 2 x 2 KV heads x
+// 16 x 2 B = 90 kB of cache at pp 1). Targets from none to tight.
+INSTANTIATE_TEST_SUITE_P(SmallSpaces, ServeSearchVsBruteForce,
+                         ::testing::Values(Space{"NoTargets", 4, 0, 0, 2e6}, Space{"TpotOnly", 4, 0, 2e-6, 2e6},
+                                           Space{"TtftOnly", 2, 3e-6, 0, 2e6}, Space{"Both", 4, 4e-6, 1.5e-6, 2e6},
+                                           Space{"Impossible", 2, 1e-12, 1e-12, 2e6}, Space{"Roomy", 4, 0, 0, 8e6}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ServeSearch, ParetoFrontIsNotDominated) {
+    const ModelSpec m = testing::tiny_llama(4);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 4e6;
+    InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    s.framework_overhead_bytes = 0;
+    const ServeSearchResult r = serve_search({m, sys, s}, 4, {}, 5);
+    ASSERT_GE(r.pareto.size(), 2u);
+    for (size_t i = 0; i < r.pareto.size(); ++i)
+        for (size_t j = 0; j < r.pareto.size(); ++j) {
+            if (i == j) continue;
+            const ServingPoint& a = r.pareto[i].point;
+            const ServingPoint& b = r.pareto[j].point;
+            EXPECT_FALSE(b.output_tokens_per_s_per_gpu >= a.output_tokens_per_s_per_gpu &&
+                         b.output_tokens_per_s_per_user > a.output_tokens_per_s_per_user)
+                << i << " dominated by " << j;
+        }
+}
+
+TEST(ServeSearch, LayoutsOfLlama70bOnEightGpus) {
+    // tp in {1, 2, 4, 8} (64 heads, 8 KV heads, ffn 28,672), pp | 80 layers and | 8 / tp:
+    // tp 1: pp 1, 2, 4, 8; tp 2: 1, 2, 4; tp 4: 1, 2; tp 8: 1 -> 10 layouts.
+    EXPECT_EQ(serving_layouts(testing::model_preset("llama3-70b"), testing::system_preset("dgx-h100"), 8).size(), 10u);
+}
+
+}  // namespace
+}  // namespace sm

@@ -1,0 +1,298 @@
+// Serving under continuous batching: the steady state's flow of tokens by hand, a mixed step's
+// FLOP by hand, the paged KV cache, pipeline micro-batches, and the memory property.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "inference/serving.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+using testing::model_preset;
+using testing::system_preset;
+
+// The toy Llama (2 layers, h 64, 4 heads of 16, 2 KV heads, swiglu ffn 128, vocab 100) in fp16
+// on the round machine; prompts of 100 tokens, 11 output tokens, chunks of 64, blocks of 64.
+InferenceSpec toy_workload() {
+    InferenceSpec s = testing::fp16_workload(1, 100, 11);
+    s.prefill_chunk_tokens = 64;
+    s.kv_block_tokens = 64;
+    s.framework_overhead_bytes = 0;
+    return s;
+}
+
+// FLOP of one engine step of the toy model carrying `decode` requests at mean context `ctx`,
+// `prefill` prompt tokens over prompts of `in` tokens, and `sampled` logits:
+//   2 x weights per token, attention 4 x heads x d x (keys seen), the head 2 h V per sample.
+double toy_step_flop(double decode, double ctx, double prefill, double in, double sampled) {
+    const double h = 64, d = 16, heads = 4, kv = 2, f = 128, V = 100, L = 2;
+    const double weights = h * (heads + 2 * kv) * d + heads * d * h + h * 2 * f + f * h;
+    const double keys = decode * ctx + prefill * in * 0.5;  // a prompt token sees half its prompt on average
+    return L * (2 * weights * (decode + prefill) + 4 * heads * d * keys) + 2 * h * V * sampled;
+}
+
+TEST(Serving, DecodeBoundSteadyStateByHand) {
+    // C = 3, I = 100, O = 11, chunk 64: a request spends ceil(100/64) = 2 steps on its prompt and
+    // 10 decoding, N = 12 steps; prompts need 3 x 100 / 64 = 4.69 steps' budget per lifetime, less
+    // than 12, so nothing queues. Per step: 3 x 10 / 12 = 2.5 decode tokens, 3 x 100 / 12 = 25
+    // prompt tokens, 3 / 12 = 0.25 first tokens sampled.
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    const InferenceSpec s = toy_workload();
+    const ServingPoint r = serve_at({m, sys, s}, ParallelConfig{}, 3);
+    EXPECT_DOUBLE_EQ(r.steps_per_request, 12.0);
+    EXPECT_DOUBLE_EQ(r.decode_tokens, 2.5);
+    EXPECT_DOUBLE_EQ(r.prefill_tokens, 25.0);
+    EXPECT_FALSE(r.prefill_bound);
+    // Decode contexts 101..110 average 105.5 = I + O/2.
+    EXPECT_NEAR(r.step.flop, toy_step_flop(2.5, 105.5, 25.0, 100.0, 2.75), 1e-6 * r.step.flop);
+    const double t = r.step_s;
+    ASSERT_GT(t, 0);
+    EXPECT_DOUBLE_EQ(r.tpot_s, t);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * t);            // the prompt's two chunk steps
+    EXPECT_DOUBLE_EQ(r.e2e_latency_s, 12.0 * t);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 3.0 * 11.0 / (12.0 * t));  // Little's law
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s_per_user, 1.0 / t);
+}
+
+TEST(Serving, PrefillBoundPromptsQueueByHand) {
+    // C = 16: prompts need 16 x 100 / 64 = 25 steps of chunk budget per lifetime, more than the
+    // 12 steps a lone request takes: lifetimes stretch to 25 steps, every step carries a full
+    // 64-token chunk and 16 x 10 / 25 = 6.4 decode tokens; a request waits 25 - 10 = 15 steps
+    // for its first token.
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 16);
+    EXPECT_TRUE(r.prefill_bound);
+    EXPECT_DOUBLE_EQ(r.steps_per_request, 25.0);
+    EXPECT_DOUBLE_EQ(r.prefill_tokens, 64.0);
+    EXPECT_DOUBLE_EQ(r.decode_tokens, 6.4);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 15.0 * r.step_s);
+}
+
+TEST(Serving, HostCostPerRequestIsInTtftAndLifetime) {
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.eff.host_request_overhead_s = 0.01;
+    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 3);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s + 0.01);
+    EXPECT_DOUBLE_EQ(r.e2e_latency_s, 12.0 * r.step_s + 0.01);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (12.0 * r.step_s + 0.01));
+}
+
+TEST(Serving, KvCacheInWholeBlocksByHand) {
+    // A request holds I + O/2 = 105.5 tokens on average: 2 blocks of 64 = 128 tokens. Per GPU:
+    // layers 2 x (K, V) 2 x C 5 x 128 tokens x 2 KV heads x 16 x 2 bytes = 163,840 bytes.
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    const InferMemory mem = serving_memory({m, sys, toy_workload()}, ParallelConfig{}, 5);
+    EXPECT_DOUBLE_EQ(mem.kv_cache_bytes, 2.0 * 2.0 * 5.0 * 128.0 * 2.0 * 16.0 * 2.0);
+    InferenceSpec fine = toy_workload();
+    fine.kv_block_tokens = 1;  // 106 tokens
+    EXPECT_DOUBLE_EQ(serving_memory({m, sys, fine}, ParallelConfig{}, 5).kv_cache_bytes, 2.0 * 2.0 * 5.0 * 106.0 * 2.0 * 16.0 * 2.0);
+}
+
+TEST(Serving, PipelineStagesSplitTheRequestsIntoMicroBatches) {
+    // pp 2: the 4 requests move as 2 micro-batches of 2; one micro-batch's step does half the
+    // FLOP of the whole set's step at pp 1 (every term is linear in the tokens), and a user's
+    // token waits one pass of its micro-batch through both stages.
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    ParallelConfig pp2;
+    pp2.pp = 2;
+    const ServingPoint r = serve_at({m, sys, toy_workload()}, pp2, 4);
+    EXPECT_EQ(r.micro_batches, 2);
+    // N = 12 (4 x 100 / 64 = 6.25 < 12): per micro-batch 4 x 10 / 12 / 2 decode, 4 x 100 / 12 / 2 prompt tokens.
+    EXPECT_NEAR(r.step.flop, toy_step_flop(40.0 / 24.0, 105.5, 400.0 / 24.0, 100.0, 44.0 / 24.0), 1e-6 * r.step.flop);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 4.0 * 11.0 / (12.0 * r.step_s));
+    EXPECT_EQ(r.gpus, 2);
+}
+
+TEST(Serving, MaxConcurrencyIsTheLastThatFits) {
+    // 4 MB of HBM, no framework allowance: the toy model's weights take a few hundred kB, and
+    // each request's cache adds 32 kB, so the limit is set by the cache.
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 4e6;
+    const InferContext c{m, sys, toy_workload()};
+    const int64_t n = max_concurrency_that_fits(c, ParallelConfig{});
+    ASSERT_GT(n, 0);
+    EXPECT_LE(serving_memory(c, ParallelConfig{}, n).peak_bytes_per_gpu, sys.accel.memory_bytes);
+    EXPECT_GT(serving_memory(c, ParallelConfig{}, n + 1).peak_bytes_per_gpu, sys.accel.memory_bytes);
+    // Each request adds 2 x 2 x 128 x 2 x 16 x 2 = 32,768 B of cache: at most 4e6 / 32,768 = 122.
+    EXPECT_LE(n, 122);
+}
+
+TEST(Serving, MaxThroughputMatchesEveryConcurrencyTried) {
+    // The candidates (powers of two, the limit, the knee) find the best of all concurrencies up
+    // to the limit, within 1%: throughput grows with C until prompts queue, then stays flat.
+    const ModelSpec m = model_preset("llama3-8b");
+    const SystemSpec sys = system_preset("dgx-h100");
+    InferenceSpec s;
+    s.input_len = 1024;
+    s.output_len = 256;
+    s.precision = s.weight_precision = s.kv_precision = Precision::fp8;
+    const InferContext c{m, sys, s};
+    const auto best = max_throughput(c, ParallelConfig{});
+    ASSERT_TRUE(best.has_value());
+    const int64_t limit = max_concurrency_that_fits(c, ParallelConfig{});
+    double brute = 0;
+    for (int64_t n = 1; n <= limit; ++n) brute = std::max(brute, serve_at(c, ParallelConfig{}, n).output_tokens_per_s_per_gpu);
+    EXPECT_GE(best->output_tokens_per_s_per_gpu, 0.99 * brute);
+    EXPECT_LE(best->output_tokens_per_s_per_gpu, brute * (1 + 1e-12));
+}
+
+TEST(ServingProperty, NeverAdmitsMoreThanHbm) {
+    // Over models, systems, layouts and workloads: at the largest concurrency admitted, the
+    // weights (sharded parameter count x bytes), a cache of at least I + O/2 tokens per request
+    // (K and V, every layer of the stage, KV heads per rank x head_dim x bytes) and the framework
+    // allowance fit in HBM; one request more does not fit.
+    struct Case {
+        const char* model;
+        const char* system;
+        int64_t tp, pp, in, out;
+    };
+    const Case cases[] = {{"llama3-8b", "dgx-h100", 1, 1, 128, 128},      {"llama3-70b", "dgx-h100", 4, 1, 2048, 512},
+                          {"llama3-70b", "dgx-h200", 2, 2, 128, 2048},    {"llama2-70b", "dgx-a100-80gb", 8, 1, 4096, 256},
+                          {"mixtral-8x7b", "dgx-h100", 2, 1, 1000, 1000}, {"gptj-6b", "dgx-a100-40gb", 1, 1, 2048, 64},
+                          {"llama3.1-405b", "dgx-h200", 8, 1, 1024, 1024}};
+    for (const Case& k : cases) {
+        const ModelSpec m = model_preset(k.model);
+        const SystemSpec sys = system_preset(k.system);
+        for (Precision prec : {Precision::fp16, Precision::fp8}) {
+            InferenceSpec s;
+            s.input_len = k.in;
+            s.output_len = k.out;
+            s.precision = s.weight_precision = s.kv_precision = prec;
+            ParallelConfig p;
+            p.tp = k.tp;
+            p.pp = k.pp;
+            const InferContext c{m, sys, s};
+            const int64_t n = max_concurrency_that_fits(c, p);
+            SCOPED_TRACE(std::string(k.model) + " on " + k.system + " C=" + std::to_string(n));
+            if (n == 0) continue;
+            const double layers = static_cast<double>(m.layers) / static_cast<double>(k.pp);
+            const double kv_heads = std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(k.tp));
+            const double per_token = layers * 2.0 * kv_heads * static_cast<double>(m.hidden / m.heads) * bytes_per_element(prec);
+            const double floor_bytes = weight_params_per_gpu(m, p) * bytes_per_element(prec) +
+                                       static_cast<double>(n) * (static_cast<double>(k.in) + static_cast<double>(k.out) / 2.0) * per_token +
+                                       s.framework_overhead_bytes;
+            EXPECT_LE(floor_bytes, sys.accel.memory_bytes);
+            EXPECT_GT(serving_memory(c, p, n + 1).peak_bytes_per_gpu, sys.accel.memory_bytes);
+            const auto best = max_throughput(c, p);
+            ASSERT_TRUE(best.has_value());
+            EXPECT_TRUE(best->fits_in_memory);
+            EXPECT_LE(best->concurrency, n);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace sm
+
+namespace sm {
+namespace {
+
+TEST(Serving, Fp8MathKeepsAnFp8CacheUnlessTold) {
+    const char* base = R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100"}, "inference": {%s}})";
+    auto with = [&](const std::string& inf) {
+        char buf[512];
+        std::snprintf(buf, sizeof buf, base, inf.c_str());
+        return testing::scenario(buf, Purpose::infer).inference.kv_precision;
+    };
+    EXPECT_EQ(with(R"("precision": "fp8")"), Precision::fp8);
+    EXPECT_EQ(with(R"("precision": "fp8", "kv_precision": "bf16")"), Precision::bf16);
+    EXPECT_EQ(with(R"("precision": "bf16")"), Precision::bf16);
+    EXPECT_EQ(with(R"("precision": "fp16")"), Precision::fp16);
+}
+
+}  // namespace
+}  // namespace sm
+
+#include "io/validation.hpp"
+
+namespace sm {
+namespace {
+
+// How the TensorRT-LLM rows become scenarios: experts from the notes, NVFP4 as fp4, the
+// context window the row's own tokens; rows whose notes name what is not modelled are skipped.
+TEST(ServingValidationRows, NotesAndPrecisionReadAsStated) {
+    CsvRow row{{"id", "x"},          {"model", "Toy-MoE"}, {"layers", "4"},       {"hidden", "64"},
+               {"heads", "4"},       {"kv_heads", "2"},    {"ffn_hidden", "128"}, {"ffn_act", "swiglu"},
+               {"vocab", "100"},     {"system", "dgx-b200"}, {"tp", "1"},         {"pp", "1"},
+               {"input_len", "300"}, {"output_len", "50"}, {"precision", "nvfp4"},
+               {"notes", "offline; MoE 12 experts top-3; ffn_hidden is per-expert"}};
+    const Json doc = row_scenario(row).value();
+    EXPECT_EQ(doc["model"]["moe"]["experts"], 12);
+    EXPECT_EQ(doc["model"]["moe"]["top_k"], 3);
+    EXPECT_EQ(doc["model"]["moe"]["expert_ffn_hidden"], 128);
+    EXPECT_EQ(doc["model"]["seq_len"], 350);
+    EXPECT_EQ(doc["inference"]["precision"], "fp4");
+    row["notes"] = "MoE 99999999999999999999 experts top-2";  // digits past any count: not read
+    EXPECT_FALSE(row_scenario(row).value()["model"].contains("moe"));
+}
+
+TEST(ServingValidationRows, UnmodelledRowsSkippedWithTheReason) {
+    const std::string csv =
+        "id,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,system,tp,pp,batch,input_len,output_len,precision,"
+        "measured_output_tokens_per_s,throughput_scope,unpublished_fields,notes\n"
+        "dep,Toy,4,64,4,2,128,swiglu,100,dgx-h100,2,1,,100,50,fp8,1000,per_gpu,batch,\"DEP2 = 2 GPUs with attention data-parallel\"\n"
+        "swa,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\"alternating sliding-window(128)/full\"\n"
+        "ok,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\n";
+    const ValidationReport r = run_validation("t", csv, std::nullopt).value();
+    ASSERT_EQ(r.skipped.size(), 2u);
+    EXPECT_NE(r.skipped[0].find("attention data parallelism"), std::string::npos);
+    EXPECT_NE(r.skipped[1].find("sliding-window"), std::string::npos);
+    ASSERT_EQ(r.cases.size(), 1u);
+    EXPECT_EQ(r.cases[0].metric, "output_tokens_per_s_per_gpu_max");  // batch unpublished: --max-throughput
+}
+
+}  // namespace
+}  // namespace sm
+
+namespace sm {
+namespace {
+
+TEST(ServingSpeculative, ExpectedTokensPerStepByHand) {
+    InferenceSpec s;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 1.0);  // off
+    s.speculative_tokens = 3;
+    s.acceptance_rate = 0.5;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 1.875);  // (1 - 0.5^4) / (1 - 0.5)
+    s.acceptance_rate = 1.0;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 4.0);  // every draft accepted: k + 1
+    s.acceptance_rate = 0.0;
+    EXPECT_DOUBLE_EQ(tokens_per_decode_step(s), 1.0);  // only the verify pass's own token
+}
+
+TEST(ServingSpeculative, VerifyAndDraftCostByHand) {
+    // The toy model, C = 3, I = 100, O = 11, chunk 64, 1 draft token accepted with p = 1:
+    // E = 2 tokens per decode step, so a request decodes in 10 / 2 = 5 steps, N = 5 + 2 = 7.
+    // Per step 3 x 5 / 7 decoding requests each verify 2 tokens (q = 2 against the cache),
+    // 3 x 100 / 7 prompt tokens; the draft is one MTP block + head over the decoding requests.
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    InferenceSpec s = toy_workload();
+    s.speculative_tokens = 1;
+    s.acceptance_rate = 1.0;
+    const ServingPoint r = serve_at({m, sys, s}, ParallelConfig{}, 3);
+    EXPECT_DOUBLE_EQ(r.steps_per_request, 7.0);
+    const double d = 15.0 / 7.0, pf = 300.0 / 7.0, started = 3.0 / 7.0;
+    // Verify: toy_step_flop with 2 d tokens at the decode context, the prompt tokens, and 2 d + started samples.
+    const double verify = toy_step_flop(2 * d, 105.5, pf, 100.0, 2 * d + started);
+    // Draft: one layer (half the 2-layer model's layer FLOP) for d tokens + the head for d samples.
+    const double h = 64, dd = 16, heads = 4, kv = 2, f = 128, V = 100;
+    const double weights = h * (heads + 2 * kv) * dd + heads * dd * h + h * 2 * f + f * h;
+    const double draft = 2 * weights * d + 4 * heads * dd * d * 105.5 + 2 * h * V * d;
+    EXPECT_NEAR(r.step.flop, verify + draft, 1e-6 * (verify + draft));
+    EXPECT_DOUBLE_EQ(r.tpot_s, r.step_s / 2.0);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (7.0 * r.step_s));
+}
+
+}  // namespace
+}  // namespace sm
