@@ -37,7 +37,7 @@ Runner add_attribute(CLI::App& app, const Cluster& cluster) {
         if (!setup) return bad_input(setup.error());
         StudySetup& st = setup.value();
         Expected<Json> other_doc = read_scenario_file(o->to);
-        if (!other_doc) return bad_input(other_doc.error());
+        if (!other_doc) return bad_input({"--to", other_doc.error().given, other_doc.error().allowed});
         Expected<Scenario> other = build_scenario(other_doc.value(), Purpose::search);
         if (!other) return bad_input({"--to", quote_input(o->to), other.error().message()});
         const Json from = study_base_doc(st.base), to = study_base_doc(other.value());

@@ -95,6 +95,7 @@ PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) 
     so.threads = threads;
     so.objective = search_objective(o.objective);
     so.tp_within_domain = o.tp_within_domain;
+    so.prune_by_floor = true;  // only the best layout is kept: skip what cannot beat it
     const SearchResult r = search_layouts({s.model, s.system, s.training}, constraints_from(s.parallel, given), so);
     if (r.stats.candidates == 0)
         return {PointStatus::no_fit, {}, fmt::format("no valid layout of {} GPUs", so.gpus), 0};

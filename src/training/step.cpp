@@ -82,34 +82,69 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     return out;
 }
 
-TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
-    const ModelSpec& m = c.model;
-    const SystemSpec& sys = c.system;
-    const TrainingSpec& t = c.training;
-    TrainResult r;
-    r.gpus = p.gpus();
-    const double mb = std::ceil(as_d(t.global_batch) / as_d(p.dp * p.microbatch));
-    r.microbatches = static_cast<int64_t>(mb);
-    const double layers = std::ceil(as_d(m.layers) / as_d(p.pp));  // the fullest stage
-    const double pp = as_d(p.pp);
-    const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
-    const CommSpans spans = place_groups(p, sys);
+namespace {
 
-    // Per micro-batch on the slowest stage: the first holds the embedding, the last the head.
+// One micro-batch on the slowest stage (the first holds the embedding, the last the head): what
+// neither vp nor ZeRO changes.
+struct StageMicrobatch {
+    double mb = 0;      // micro-batches per step
+    double layers = 0;  // on the fullest stage
+    double compute_s = 0, recompute_s = 0;
+    std::array<double, kGroups> exposed_s{};
+    double total_s = 0;    // compute + recompute + exposed layer traffic
+    double tp_link_s = 0;  // tensor-parallel time on the wire
+};
+
+StageMicrobatch stage_microbatch(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    StageMicrobatch s;
+    s.mb = std::ceil(as_d(c.training.global_batch) / as_d(p.dp * p.microbatch));
+    s.layers = std::ceil(as_d(c.model.layers) / as_d(p.pp));
     const BlockCost& L = lc.layer;
     const BlockCost& first = lc.embedding;
     const BlockCost& last = lc.head;
     const bool single = p.pp == 1;
     const bool last_slower = last.total_s() > first.total_s();
     auto extra = [&](auto get) { return single ? get(first) + get(last) : get(last_slower ? last : first); };
+    s.compute_s = s.layers * (L.fwd_s + L.bwd_s) + extra([](const BlockCost& b) { return b.fwd_s + b.bwd_s; });
+    s.recompute_s = s.layers * L.recompute_s;
+    s.total_s = s.compute_s + s.recompute_s;
+    for (size_t g = 0; g < kGroups; ++g) {
+        s.exposed_s[g] = s.layers * L.comm_exposed_s[g] + extra([g](const BlockCost& b) { return b.comm_exposed_s[g]; });
+        s.total_s += s.exposed_s[g];
+    }
+    s.tp_link_s = s.layers * L.comm_link_s[idx(CommGroup::tp)] +
+                  extra([](const BlockCost& b) { return b.comm_link_s[idx(CommGroup::tp)]; });
+    return s;
+}
 
-    const double compute_mb = layers * (L.fwd_s + L.bwd_s) + extra([](const BlockCost& b) { return b.fwd_s + b.bwd_s; });
-    const double recompute_mb = layers * L.recompute_s;
-    std::array<double, kGroups> exposed_mb{};
-    for (size_t g = 0; g < kGroups; ++g)
-        exposed_mb[g] = layers * L.comm_exposed_s[g] + extra([g](const BlockCost& b) { return b.comm_exposed_s[g]; });
-    double t_mb = compute_mb + recompute_mb;
-    for (double x : exposed_mb) t_mb += x;
+}  // namespace
+
+double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    const StageMicrobatch s = stage_microbatch(c, p, lc);
+    return s.mb * s.total_s;
+}
+
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    const ModelSpec& m = c.model;
+    const SystemSpec& sys = c.system;
+    const TrainingSpec& t = c.training;
+    TrainResult r;
+    r.gpus = p.gpus();
+    const StageMicrobatch smb = stage_microbatch(c, p, lc);
+    const double mb = smb.mb;
+    r.microbatches = static_cast<int64_t>(mb);
+    const double layers = smb.layers;  // the fullest stage
+    const double pp = as_d(p.pp);
+    const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
+    const CommSpans spans = place_groups(p, sys);
+    const BlockCost& L = lc.layer;
+    const BlockCost& first = lc.embedding;
+    const BlockCost& last = lc.head;
+    const bool single = p.pp == 1;
+    const double compute_mb = smb.compute_s;
+    const double recompute_mb = smb.recompute_s;
+    const std::array<double, kGroups>& exposed_mb = smb.exposed_s;
+    const double t_mb = smb.total_s;
 
     TrainBreakdown& bd = r.breakdown;
     bd.compute_s = mb * compute_mb;
@@ -118,8 +153,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     bd.cp_comm_exposed_s = mb * exposed_mb[idx(CommGroup::cp)];
     bd.ep_comm_exposed_s = mb * exposed_mb[idx(CommGroup::ep)];
     bd.bubble_s = (pp - 1.0) / vp * t_mb;
-    r.link.tp_s = mb * (layers * L.comm_link_s[idx(CommGroup::tp)] +
-                        extra([](const BlockCost& b) { return b.comm_link_s[idx(CommGroup::tp)]; }));
+    r.link.tp_s = mb * smb.tp_link_s;
     r.link.cp_s = mb * layers * L.comm_link_s[idx(CommGroup::cp)];
     r.link.ep_s = mb * layers * L.comm_link_s[idx(CommGroup::ep)];
 

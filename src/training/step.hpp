@@ -72,6 +72,10 @@ struct TrainContext {
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
+// A floor under assemble_step's step time for layout p whatever its vp and ZeRO stage: the
+// micro-batches' compute and exposed layer traffic on the slowest stage (the bubble, pipeline,
+// data-parallel and optimizer terms only add). The search skips layouts above its K-th best.
+double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);
