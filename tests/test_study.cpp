@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "io/provenance.hpp"
@@ -12,6 +13,7 @@
 #include "study/evaluate.hpp"
 #include "study/grid.hpp"
 #include "study/sensitivity.hpp"
+#include "search/search.hpp"
 #include "test_helpers.hpp"
 #include "training/step.hpp"
 
@@ -321,6 +323,71 @@ TEST(Provenance, ModifiedPresetFieldsAreNamed) {
     EXPECT_EQ(provenance_text(s), "model: " + s.model.name + " (modified: model.layers)\nsystem: dgx-h100 (modified: system.accelerator.memory_bw_bytes_per_s)\n");
     EXPECT_EQ(overrides_json({"system.accelerator.memory_bw_bytes_per_s=13e12", "parallel.recompute=full"}),
               Json::parse(R"({"system.accelerator.memory_bw_bytes_per_s": 13e12, "parallel.recompute": "full"})"));
+}
+
+TEST(SearchFloor, NeverAboveTheStepAndPruningKeepsTheBest) {
+    const Scenario s = testing::scenario(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-h100"},
+        "training": {"global_batch": 1536, "precision": "bf16"}})", Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    // The floor is below the step of every vp and ZeRO stage of a few layouts.
+    for (const auto& [tp, pp, dp, vp] : {std::tuple{8, 8, 8, 3}, std::tuple{4, 16, 8, 1}, std::tuple{8, 1, 64, 1}, std::tuple{2, 32, 8, 3}}) {
+        ParallelConfig p;
+        p.tp = tp;
+        p.pp = pp;
+        p.dp = dp;
+        p.vp = vp;
+        p.sequence_parallel = true;
+        p.recompute = Recompute::selective;
+        const LayerCosts lc = cost_layers(c, p);
+        for (int64_t z = 0; z <= 3; ++z) {
+            p.zero = z;
+            EXPECT_LE(step_time_floor_s(c, p, lc), assemble_step(c, p, lc).step_time_s) << tp << " " << pp << " " << dp << " z" << z;
+        }
+    }
+    SearchOptions o;
+    o.gpus = 512;
+    o.top_k = 1;
+    const SearchResult all = search_layouts(c, {}, o);
+    o.prune_by_floor = true;
+    const SearchResult pruned = search_layouts(c, {}, o);
+    ASSERT_EQ(all.best.size(), 1u);
+    ASSERT_EQ(pruned.best.size(), 1u);
+    EXPECT_FALSE(layout_before(all.best[0].layout, pruned.best[0].layout) || layout_before(pruned.best[0].layout, all.best[0].layout));
+    EXPECT_EQ(all.best[0].score, pruned.best[0].score);
+    EXPECT_GT(pruned.stats.pruned_bound, 0);
+    EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
+}
+
+TEST(Study, PointsSplitOverRanksComeBackInOrder) {
+    // Two ranks simulated in turn: rank 1 hands its share to a fake gather, rank 0 merges both.
+    const Json base = Json::parse(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"tp": 8, "pp": 8, "vp": 3, "sequence_parallel": true, "recompute": "selective"},
+        "training": {"global_batch": 64}})");
+    const std::vector<Json> mbs = {1, 2, 4, 8, 3};  // 3 does not divide 64: an error point
+    const PointDoc doc = [&](size_t i) { return apply_edits(base, {{"parallel.microbatch", mbs[i]}}); };
+    StudyOptions one;
+    const auto alone = evaluate_points(mbs.size(), doc, one);
+    std::string from_rank1;
+    StudyOptions r1;
+    r1.cluster.rank = 1;
+    r1.cluster.size = 2;
+    r1.cluster.gather = [&](const std::string& mine) {
+        from_rank1 = mine;
+        return std::vector<std::string>{};
+    };
+    EXPECT_TRUE(evaluate_points(mbs.size(), doc, r1).empty());
+    StudyOptions r0 = r1;
+    r0.cluster.rank = 0;
+    r0.cluster.gather = [&](const std::string& mine) { return std::vector<std::string>{mine, from_rank1}; };
+    const auto merged = evaluate_points(mbs.size(), doc, r0);
+    ASSERT_EQ(merged.size(), alone.size());
+    EXPECT_EQ(alone[4].status, PointStatus::error);
+    for (size_t i = 0; i < alone.size(); ++i) {
+        EXPECT_EQ(merged[i].status, alone[i].status) << i;
+        EXPECT_EQ(merged[i].value, alone[i].value) << i;
+        EXPECT_EQ(merged[i].result.dump(), alone[i].result.dump()) << i;
+        EXPECT_EQ(merged[i].message, alone[i].message) << i;
+    }
 }
 
 }  // namespace
