@@ -23,9 +23,11 @@ test: build
 bench: build
 	@$(BUILD_DIR)/bench/scalemodel_bench
 
-# docs/VALIDATION.md is generated; a test fails when it is stale.
+# docs/VALIDATION.md is generated; a test fails when it is stale. docs/studies/ holds each
+# study's command and output (docs/STUDIES.md), regenerated here.
 docs: build
 	@$(BUILD_DIR)/scalemodel validate --format markdown > docs/VALIDATION.md
+	@bash scripts/studies.sh $(BUILD_DIR)/scalemodel
 
 # Mutation testing (docs/TESTING.md): MUTANTS=N|all sampled with SEED, JOBS workers, in build-mutation/.
 MUTANTS ?= 250

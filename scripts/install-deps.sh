@@ -4,6 +4,9 @@
 set -euo pipefail
 pkgs=(build-essential cmake nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev
       libbenchmark-dev python3)
+# Optional for building (CMake skips scalemodel_mpi without it), installed so that the MPI build
+# and its test run: `mpirun -n K build/scalemodel_mpi sweep ...` splits a study across ranks.
+pkgs+=(libopenmpi-dev openmpi-bin)
 if [[ ${SCALEMODEL_WITH_CLANG:-0} == 1 ]]; then
   pkgs+=(clang clang-tidy)
   # libFuzzer and the sanitizer runtimes ship as libclang-rt-N-dev for clang N: match the clang

@@ -101,7 +101,7 @@ Runner add_infer(CLI::App& app) {
             warn_memory(*s, r);
             const Json j = infer_json(*s, r);
             switch (fmt) {
-                case Format::json: return emit_json(j);
+                case Format::json: return emit_json(with_overrides(j, o->sets));
                 case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
                 case Format::text: return emit_checked(j, infer_text(*s, r));
             }
@@ -120,7 +120,7 @@ Runner add_infer(CLI::App& app) {
         }
         const Json j = sweep_json(*s, pts);
         switch (fmt) {
-            case Format::json: return emit_json(j);
+            case Format::json: return emit_json(with_overrides(j, o->sets));
             case Format::csv: return emit_checked(j, sweep_csv(pts));
             case Format::text: return emit_checked(j, sweep_text(*s, pts));
         }

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <csignal>
 #include <iostream>
 #include <thread>
 
@@ -11,35 +10,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/interrupt.hpp"
+#include "io/provenance.hpp"
 #include "search/search.hpp"
 
 namespace sm::cli {
 
 namespace {
-
-// Ctrl-C: the handler may only touch lock-free static storage, so this flag is the one piece
-// of process-wide state; the search reads it through SearchOptions::stop. SA_RESETHAND makes
-// a second Ctrl-C kill the program the usual way.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-struct SigintGuard {
-    struct sigaction old {};
-    SigintGuard() {
-        struct sigaction sa {};
-        sa.sa_handler = on_sigint;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
-        sigaction(SIGINT, &sa, &old);
-    }
-    ~SigintGuard() { sigaction(SIGINT, &old, nullptr); }
-    SigintGuard(const SigintGuard&) = delete;
-    SigintGuard& operator=(const SigintGuard&) = delete;
-};
-
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
 std::string count(int64_t n) {
     std::string s = std::to_string(n), o;
@@ -118,6 +95,7 @@ std::string header_text(const Scenario& s, const SearchOptions& o, double tokens
     std::string t = fmt::format("Layout search: {} ({:.1f}B params) on {} ({}), global batch {} x {} tokens, {}\n", s.model.name,
                                 count_params(s.model).total() / 1e9, s.system.accel.name, s.system.name,
                                 s.training.global_batch, s.model.seq_len, to_string(s.training.precision));
+    t += provenance_text(s);
     t += fmt::format("Objective: {}   held fixed: {}   MFU: of the {} matrix peak\n", to_string(o.objective),
                      held_text(s.parallel_given, parallel_json(s.parallel)), to_string(s.training.precision));
     if (tokens > 0) t += fmt::format("Token budget: {:.4g} tokens\n", tokens);
@@ -218,13 +196,12 @@ Runner add_search(CLI::App& app) {
         opt.threads = o->threads > 0 ? o->threads : std::max(1u, std::thread::hardware_concurrency());
         opt.objective = *parse_objective(o->objective);
         opt.tp_within_domain = !o->cross_domain_tp;
-        opt.stop = &g_interrupted;
+        opt.stop = &sigint_flag();
         const bool bar = !o->no_progress && isatty(STDERR_FILENO);
         const TrainContext ctx{s.model, s.system, s.training};
         const bool curve = counts.size() > 1;
         const Format fmt_out = parse_format(o->format);
 
-        g_interrupted.store(false);
         SigintGuard guard;
         std::vector<std::pair<int64_t, SearchResult>> runs;
         for (int64_t n : counts) {
@@ -256,6 +233,7 @@ Runner add_search(CLI::App& app) {
             doc["gpus"] = counts.front();
             doc["objective"] = to_string(opt.objective);
             doc["results"] = results;
+            doc["overrides"] = overrides_json(o->sets);
             int rc = kExitOk;
             switch (fmt_out) {
                 case Format::json: rc = emit_json(doc); break;
@@ -308,6 +286,7 @@ Runner add_search(CLI::App& app) {
         if (o->tokens > 0) doc["tokens"] = o->tokens;
         doc["scaling"] = scaling;
         doc["results"] = results;
+        doc["overrides"] = overrides_json(o->sets);
         int rc = kExitOk;
         switch (fmt_out) {
             case Format::json: rc = emit_json(doc); break;

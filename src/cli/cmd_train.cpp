@@ -36,7 +36,7 @@ Runner add_train(CLI::App& app) {
             std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; "
                       << s->system.accel.name << " has " << gib(s->system.accel.memory_bytes) << "\n";
         switch (parse_format(o->format)) {
-            case Format::json: return emit_json(j);
+            case Format::json: return emit_json(with_overrides(j, o->sets));
             case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
             case Format::text:
                 return emit_checked(j, train_text(*s, r) +

@@ -2,6 +2,8 @@
 // One function per subcommand; main() registers them with CLI11.
 #include <CLI/CLI.hpp>
 
+#include "study/cluster.hpp"
+
 namespace sm::cli {
 
 // Each registers its subcommand on `app` and returns a runner to call if it was chosen.
@@ -13,5 +15,18 @@ Runner add_roofline(CLI::App& app);
 Runner add_validate(CLI::App& app);
 Runner add_presets(CLI::App& app);
 Runner add_serve_search(CLI::App& app);
+Runner add_resolve(CLI::App& app);
+// The studies split their points over the cluster's ranks (one process without MPI).
+Runner add_sweep(CLI::App& app, const Cluster& cluster);
+Runner add_attribute(CLI::App& app, const Cluster& cluster);
+Runner add_sensitivity(CLI::App& app, const Cluster& cluster);
+
+// The processes of this run: MPI's ranks in the scalemodel_mpi build, else this one. The
+// returned guard finalizes MPI when destroyed; ranks other than 0 have their output silenced.
+struct ClusterSession {
+    Cluster cluster;
+    std::shared_ptr<void> guard;
+};
+ClusterSession open_cluster(int& argc, char**& argv);
 
 }  // namespace sm::cli

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "io/provenance.hpp"
+
 namespace sm::cli {
 
 int bad_input(const InputError& e) {
@@ -72,6 +74,11 @@ std::optional<InputError> missing_training_workload(const Scenario& s) {
     if (given(s, "training", "global_batch")) return std::nullopt;
     return InputError{"training.global_batch", "nothing",
                       "search needs the training workload: the sequences per step, e.g. \"training\": {\"global_batch\": 1536}"};
+}
+
+Json with_overrides(Json j, const std::vector<std::string>& sets) {
+    j["overrides"] = overrides_json(sets);
+    return j;
 }
 
 Format parse_format(const std::string& s) {

@@ -22,6 +22,8 @@ int emit_json(const Json& j);
 // Writes text after checking the JSON form of the same result is finite.
 int emit_checked(const Json& j, const std::string& text);
 Format parse_format(const std::string& s);
+// A JSON result with the `--set` overrides it was run with, as {PATH: VALUE} under `overrides`.
+Json with_overrides(Json j, const std::vector<std::string>& sets);
 
 // Says on stderr, one line each, what a command assumed that the scenario did not state: the
 // inference workload when `infer`/`roofline` meet a file without an `inference` section, and that

@@ -9,11 +9,14 @@
 
 int main(int argc, char** argv) {
     using namespace sm::cli;
+    const ClusterSession session = open_cluster(argc, argv);
+    const sm::Cluster& cluster = session.cluster;
     CLI::App app{"scalemodel: analytical performance model of distributed transformer training and inference"};
     app.set_version_flag("--version", std::string("scalemodel ") + SCALEMODEL_VERSION);
     app.require_subcommand(1);
     std::vector<Runner> runners = {add_train(app), add_search(app), add_infer(app), add_roofline(app), add_validate(app), add_presets(app),
-                                    add_serve_search(app)};
+                                   add_serve_search(app), add_resolve(app), add_sweep(app, cluster), add_attribute(app, cluster),
+                                   add_sensitivity(app, cluster)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

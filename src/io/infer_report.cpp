@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "io/csv.hpp"
+#include "io/provenance.hpp"
 
 namespace sm {
 
@@ -72,6 +73,7 @@ std::string infer_text(const Scenario& s, const InferResult& r) {
     const ParallelConfig& p = s.parallel;
     std::string o;
     o += fmt::format("Inference: {} on {} x {} ({})\n", s.model.name, r.gpus, s.system.accel.name, s.system.name);
+    o += provenance_text(s);
     o += fmt::format("Layout: tp {} . pp {} . dp {} (replicas)   batch {}   {} in / {} out   math {} . weights {} . KV {}\n",
                      p.tp, p.pp, p.dp, i.batch, i.input_len, i.output_len, to_string(i.precision),
                      to_string(i.weight_precision), to_string(i.kv_precision));

@@ -98,14 +98,17 @@ const Json* ObjectReader::find(const char* key) {
     return it == j_.end() ? nullptr : &*it;
 }
 
-void ObjectReader::ignore(const char* key) { known_.insert(key); }
+void ObjectReader::ignore(const char* key) {
+    known_.insert(key);
+    if (sink_ && j_.contains(key)) (*sink_)[key] = j_[key];  // documentation travels with the data
+}
 
 int64_t ObjectReader::integer(const char* key, std::optional<int64_t> def, int64_t lo, int64_t hi) {
     const Json* v = find(key);
     const std::string allowed = fmt::format("expected an integer from {} to {}", lo, hi);
     if (!v) {
         if (!def) fail(path_of(key), "nothing", "required: " + allowed);
-        return *def;
+        return keep(key, *def);
     }
     double x = 0;
     if (v->is_number_integer() || v->is_number_unsigned()) {
@@ -113,12 +116,12 @@ int64_t ObjectReader::integer(const char* key, std::optional<int64_t> def, int64
             fail(path_of(key), show(*v), allowed);
         const int64_t i = v->get<int64_t>();
         if (i < lo || i > hi) fail(path_of(key), show(*v), allowed);
-        return i;
+        return keep(key, i);
     }
     if (v->is_number_float()) {
         x = v->get<double>();
         if (std::isfinite(x) && x == std::floor(x) && x >= static_cast<double>(lo) && x <= static_cast<double>(hi))
-            return static_cast<int64_t>(x);
+            return keep(key, static_cast<int64_t>(x));
     }
     fail(path_of(key), show(*v), allowed);
 }
@@ -128,32 +131,32 @@ double ObjectReader::number(const char* key, std::optional<double> def, double l
     const std::string allowed = fmt::format("expected a number from {} to {}", fmt_num(lo), fmt_num(hi));
     if (!v) {
         if (!def) fail(path_of(key), "nothing", "required: " + allowed);
-        return *def;
+        return keep(key, *def);
     }
     if (!v->is_number()) fail(path_of(key), show(*v), allowed);
     const double x = v->get<double>();
     if (!std::isfinite(x) || x < lo || x > hi) fail(path_of(key), show(*v), allowed);
-    return x;
+    return keep(key, x);
 }
 
 bool ObjectReader::boolean(const char* key, std::optional<bool> def) {
     const Json* v = find(key);
     if (!v) {
         if (!def) fail(path_of(key), "nothing", "required: expected true or false");
-        return *def;
+        return keep(key, *def);
     }
     if (!v->is_boolean()) fail(path_of(key), show(*v), "expected true or false");
-    return v->get<bool>();
+    return keep(key, v->get<bool>());
 }
 
 std::string ObjectReader::text(const char* key, std::optional<std::string> def) {
     const Json* v = find(key);
     if (!v) {
         if (!def) fail(path_of(key), "nothing", "required: expected a string");
-        return *def;
+        return keep(key, *def);
     }
     if (!v->is_string()) fail(path_of(key), show(*v), "expected a string");
-    return v->get<std::string>();
+    return keep(key, v->get<std::string>());
 }
 
 std::string ObjectReader::choice(const char* key, std::optional<std::string> def, const std::vector<std::string>& allowed) {
@@ -161,11 +164,11 @@ std::string ObjectReader::choice(const char* key, std::optional<std::string> def
     const std::string list = "expected one of: " + join(allowed);
     if (!v) {
         if (!def) fail(path_of(key), "nothing", "required: " + list);
-        return *def;
+        return keep(key, *def);
     }
     if (!v->is_string()) fail(path_of(key), show(*v), list);
     std::string s = v->get<std::string>();  // not const: returned by move
-    if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
+    if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return keep(key, std::move(s));
     auto hint = did_you_mean(s, allowed);
     fail(path_of(key), show(*v), list + (hint ? " (did you mean \"" + *hint + "\"?)" : ""));
 }
@@ -209,7 +212,17 @@ std::vector<std::string> ObjectReader::choices(const char* key, const std::vecto
 std::optional<ObjectReader> ObjectReader::child(const char* key) {
     const Json* v = find(key);
     if (!v) return std::nullopt;
-    return ObjectReader(*v, path_of(key));
+    ObjectReader r(*v, path_of(key));
+    if (sink_) r.record_into(&(*sink_)[key]);
+    return r;
+}
+
+ObjectReader ObjectReader::child_or_empty(const char* key) {
+    static const Json kEmpty = Json::object();  // immutable: shared by every reader safely
+    if (auto c = child(key)) return *c;
+    ObjectReader r(kEmpty, path_of(key));
+    if (sink_) r.record_into(&(*sink_)[key]);
+    return r;
 }
 
 void ObjectReader::finish() const {

@@ -39,6 +39,11 @@ public:
                                      const std::vector<std::string>& allowed);
     // A nested object, or nullopt when absent.
     std::optional<ObjectReader> child(const char* key);
+    // A nested object, or an empty one when absent (so that its defaults are read and recorded).
+    ObjectReader child_or_empty(const char* key);
+    // From now on every value read (the given one or the default taken) is written to
+    // (*sink)[key], nested readers into sub-objects: the fully resolved input, for `resolve`.
+    void record_into(Json* sink) { sink_ = sink; }
     // Marks a key as known without reading it (documentation fields such as `sources`).
     void ignore(const char* key);
     [[nodiscard]] bool has(const char* key) const;
@@ -48,7 +53,13 @@ public:
 
 private:
     const Json* find(const char* key);
+    template <class T>
+    T keep(const char* key, T value) {
+        if (sink_) (*sink_)[key] = value;
+        return value;
+    }
     const Json& j_;
+    Json* sink_ = nullptr;
     std::string path_;
     std::set<std::string> known_;
 };

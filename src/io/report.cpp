@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "io/csv.hpp"
+#include "io/provenance.hpp"
 
 namespace sm {
 
@@ -165,6 +166,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     std::string o;
     o += fmt::format("Training step: {} ({:.1f}B params) on {} x {} ({})\n", s.model.name, r.params_total / 1e9, r.gpus,
                      s.system.accel.name, s.system.name);
+    o += provenance_text(s);
     o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
                      p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
                      p.zero, to_string(p.recompute), to_string(s.training.precision));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "io/embedded.hpp"
+#include "io/provenance.hpp"
 #include "io/read_file.hpp"
 #include "parallel/pipeline_split.hpp"
 
@@ -94,8 +95,9 @@ Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets,
     return merged;
 }
 
-ModelSpec read_model(const Json& j, const std::string& path) {
+ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
+    r.record_into(sink);
     ModelSpec m;
     m.name = r.text("name", "custom");
     r.ignore("description");
@@ -157,8 +159,9 @@ LinkLevel read_link(ObjectReader& r) {
     return l;
 }
 
-SystemSpec read_system(const Json& j, const std::string& path) {
+SystemSpec read_system(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
+    r.record_into(sink);
     SystemSpec s;
     s.name = r.text("name", "custom");
     r.ignore("description");
@@ -200,7 +203,8 @@ SystemSpec read_system(const Json& j, const std::string& path) {
         s.host_memory.memory_bw_bytes_per_s = h->number("memory_bw_bytes_per_s", std::nullopt, 1e6, 1e15);
         h->finish();
     }
-    if (auto e = r.child("efficiency")) {
+    {  // absent: the defaults, recorded so that `resolve` shows them
+        std::optional<ObjectReader> e = r.child_or_empty("efficiency");
         Efficiency& f = s.eff;
         f.gemm_max = e->number("gemm_max", f.gemm_max, 1e-3, 1.0);
         f.gemm_half_dim = e->number("gemm_half_dim", f.gemm_half_dim, 0.0, 1e6);
@@ -405,8 +409,6 @@ void check_inference_layout(const Scenario& s) {
     require_peak(s.system, s.inference.precision, "inference.precision");
 }
 
-const Json kEmptyObject = Json::object();
-
 }  // namespace
 
 Expected<Json> parse_scenario_text(std::string_view text, const std::string& origin) {
@@ -423,6 +425,12 @@ Expected<Json> read_scenario_file(const std::string& path) {
     return parse_scenario_text(text.value(), path == "-" ? "stdin" : printable_path(path));
 }
 
+Json override_value(const std::string& text) {
+    Json v = Json::parse(text, nullptr, false);
+    if (v.is_discarded() || v.is_object() || v.is_array()) v = text;  // a bare word is a string
+    return v;
+}
+
 Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
     return capture([&] {
         for (const std::string& s : sets) {
@@ -430,8 +438,7 @@ Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
             if (eq == std::string::npos || eq == 0) fail("--set", quote_input(s), "expected PATH=VALUE, e.g. parallel.tp=8");
             const std::string path = s.substr(0, eq);
             const std::string value = s.substr(eq + 1);
-            Json v = Json::parse(value, nullptr, false);
-            if (v.is_discarded() || v.is_object() || v.is_array()) v = value;  // a bare word is a string
+            const Json v = override_value(value);
             Json* node = &doc;
             std::string walked;
             size_t start = 0;
@@ -473,19 +480,18 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         Json resolved = Json::object();
         resolved["model"] = resolve_section(*model, embedded_model_presets(), "model");
         resolved["system"] = resolve_section(*system, embedded_system_presets(), "system");
-        s.model = read_model(resolved["model"], "model");
-        s.system = read_system(resolved["system"], "system");
-        auto par = root.child("parallel");
-        s.parallel = read_parallel(par ? *par : ObjectReader(kEmptyObject, "parallel"), s.parallel_given);
-        auto tr = root.child("training");
-        s.training = read_training(tr ? *tr : ObjectReader(kEmptyObject, "training"), s.parallel);
-        auto inf = root.child("inference");
-        s.inference = read_inference(inf ? *inf : ObjectReader(kEmptyObject, "inference"));
+        root.record_into(&s.full);
+        s.model = read_model(resolved["model"], "model", &s.full["model"]);
+        s.system = read_system(resolved["system"], "system", &s.full["system"]);
+        s.parallel = read_parallel(root.child_or_empty("parallel"), s.parallel_given);
+        s.training = read_training(root.child_or_empty("training"), s.parallel);
+        s.inference = read_inference(root.child_or_empty("inference"));
         root.finish();
         for (const char* k : {"parallel", "training", "inference"})
             if (doc.contains(k)) resolved[k] = doc[k];
         s.resolved = std::move(resolved);
         resolve_pipeline_split(s);
+        s.modified = preset_changes(doc);
         if (purpose == Purpose::train) check_training_layout(s);
         if (purpose == Purpose::infer) check_inference_layout(s);
         if (purpose == Purpose::search) require_peak(s.system, s.training.precision, "training.precision");

@@ -27,6 +27,8 @@ struct Scenario {
     InferenceSpec inference;
     std::set<std::string> parallel_given;  // fields of `parallel` the user fixed (search holds them)
     Json resolved;                         // the scenario after presets and overrides
+    Json full;                             // every field read, preset values and defaults filled in
+    std::vector<std::string> modified;     // preset fields the scenario changed (io/provenance.hpp)
 };
 
 // What the scenario is for: which cross-field rules apply.
@@ -37,6 +39,8 @@ Expected<Json> read_scenario_file(const std::string& path);
 Expected<Json> parse_scenario_text(std::string_view text, const std::string& origin);
 // Applies `--set a.b.c=VALUE` overrides (VALUE parsed as JSON, else taken as a string).
 Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets);
+// An override's VALUE: JSON when it reads as a JSON scalar, else the text as a string.
+Json override_value(const std::string& text);
 // Resolves presets and builds validated specs.
 Expected<Scenario> build_scenario(const Json& doc, Purpose purpose);
 

@@ -203,6 +203,8 @@ public:
         hits_.insert(std::upper_bound(hits_.begin(), hits_.end(), h, hit_before), h);
     }
     [[nodiscard]] const std::vector<SearchHit>& hits() const { return hits_; }
+    // A layout scoring above this cannot enter (infinite until K are kept).
+    [[nodiscard]] double worst() const { return hits_.size() < k_ ? std::numeric_limits<double>::infinity() : hits_.back().score; }
 
 private:
     size_t k_;
@@ -220,7 +222,9 @@ struct alignas(64) Worker {
 };
 
 void run_task(const TrainContext& c, const Plan& plan, const Task& t, const LayoutConstraints& f, Objective obj,
-              Worker& w, const std::atomic<bool>* stop) {
+              Worker& w, const std::atomic<bool>* stop, bool prune_by_floor) {
+    // The floor bounds step time; only the step-time objective ranks by it directly.
+    const bool floor_prunes = prune_by_floor && obj == Objective::step_time;
     const int64_t gb = c.training.global_batch;
     const double capacity = c.system.accel.memory_bytes;
     ParallelConfig p;
@@ -240,6 +244,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
         p.ep = s.ep;
         p.pp = s.pp;
         p.dp = s.dp;
+        double floor = -1;  // not yet computed
         for (int64_t z : plan.zeros) {
             if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
                 w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
@@ -249,6 +254,13 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
             if (!costs) {
                 costs = cost_layers(c, p);
                 ++w.stats.layer_costings;
+            }
+            // The floor holds for every ZeRO stage and vp of this shape; relative slack because it
+            // sums the step's terms in another order.
+            if (floor_prunes && floor < 0) floor = step_time_floor_s(c, p, *costs);
+            if (floor_prunes && floor > w.top.worst() * (1.0 + 1e-12)) {
+                w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
+                continue;
             }
             for (size_t v = 0; v < s.vp_count; ++v) {
                 p.vp = plan.vps[s.vp_begin + v].vp;
@@ -343,8 +355,8 @@ SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixe
     auto work = [&](Worker& w) {
         for (size_t i = next.fetch_add(1); i < plan.tasks.size(); i = next.fetch_add(1)) {
             if (o.stop && o.stop->load(std::memory_order_relaxed)) break;
-            run_task(c, plan, plan.tasks[i], fixed, o.objective, w, o.stop);
-            w.done.store(w.stats.evaluated + w.stats.pruned_memory, std::memory_order_relaxed);
+            run_task(c, plan, plan.tasks[i], fixed, o.objective, w, o.stop, o.prune_by_floor);
+            w.done.store(w.stats.evaluated + w.stats.pruned_memory + w.stats.pruned_bound, std::memory_order_relaxed);
             if (!w.top.hits().empty()) w.best.store(w.top.hits().front().score, std::memory_order_relaxed);
         }
         std::lock_guard lock(mu);
@@ -387,6 +399,7 @@ SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixe
     st.threads = n_threads;
     for (const auto& w : workers) {
         st.pruned_memory += w->stats.pruned_memory;
+        st.pruned_bound += w->stats.pruned_bound;
         st.evaluated += w->stats.evaluated;
         st.feasible += w->stats.feasible;
         st.layer_costings += w->stats.layer_costings;

@@ -51,6 +51,10 @@ struct SearchOptions {
     bool tp_within_domain = true;
     // Set (e.g. by a SIGINT handler) to stop early; the result then holds the best so far.
     const std::atomic<bool>* stop = nullptr;
+    // Skip a layout key whose step-time floor (step_time_floor_s) is above the K-th best kept:
+    // the same best K, far fewer layouts costed (the counts then say so: pruned_bound). Off by
+    // default so that `search` reports every layout's fate; the studies turn it on.
+    bool prune_by_floor = false;
 };
 
 struct SearchProgress {
@@ -78,6 +82,7 @@ struct SearchStats {
     int64_t candidates = 0;      // layouts that pass the divisibility rules
     int64_t pruned_domain = 0;   // of which dropped by the network-domain rule
     int64_t pruned_memory = 0;   // dropped: weights + gradients + optimizer state alone overflow
+    int64_t pruned_bound = 0;    // skipped: their step-time floor is above the K-th best (prune_by_floor)
     int64_t evaluated = 0;       // costed (assemble_step calls)
     int64_t feasible = 0;        // costed and fitting in memory
     int64_t layer_costings = 0;  // cost_layers calls

@@ -413,6 +413,17 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
     return std::min(chunks, microbatches * as_d(vp)) / as_d(vp);
 }
 
+// Every pipeline GPU's micro-batch takes at least the pipeline's average: the model's blocks, the
+// embedding and the head over pp (the slowest GPU, which paces the step, is at least that).
+double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    const ModelSpec& m = c.model;
+    double total = lc.embedding.total_s() + lc.head.total_s();
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+        if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
+    const double mb = std::ceil(as_d(c.training.global_batch) / as_d(p.dp * p.microbatch));
+    return mb * total / as_d(p.pp);
+}
+
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
     const ModelSpec& m = c.model;
     const TrainingSpec& t = c.training;

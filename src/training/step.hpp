@@ -103,6 +103,10 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
 // count plus one), here divided by vp: at gpu 0 that is pp (1 + (pp - 1)/(pp vp)), Korthikanti et
 // al. 2022 sec. 4.2.3's factor.
 double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double microbatches);
+// A floor under assemble_step's step time for layout p whatever its vp and ZeRO stage: the
+// micro-batches' compute and exposed layer traffic on the slowest stage (the bubble, pipeline,
+// data-parallel and optimizer terms only add). The search skips layouts above its K-th best.
+double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);

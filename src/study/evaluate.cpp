@@ -1,0 +1,198 @@
+#include "study/evaluate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "inference/inference.hpp"
+#include "io/infer_report.hpp"
+#include "io/report.hpp"
+
+namespace sm {
+
+std::optional<StudyMode> parse_study_mode(std::string_view s) {
+    if (s == "train") return StudyMode::train;
+    if (s == "infer") return StudyMode::infer;
+    if (s == "search") return StudyMode::search;
+    return std::nullopt;
+}
+
+std::string_view to_string(StudyMode m) {
+    switch (m) {
+        case StudyMode::train: return "train";
+        case StudyMode::infer: return "infer";
+        case StudyMode::search: return "search";
+    }
+    return "";
+}
+
+std::string_view to_string(PointStatus s) {
+    switch (s) {
+        case PointStatus::ok: return "ok";
+        case PointStatus::no_fit: return "no_fit";
+        case PointStatus::error: return "error";
+        case PointStatus::skipped: return "skipped";
+    }
+    return "";
+}
+
+std::vector<std::string> objective_names(StudyMode m) {
+    if (m == StudyMode::infer) return {"e2e_latency_s", "ttft_s", "tpot_s", "output_tokens_per_s"};
+    return {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu"};
+}
+
+Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode m, const char* flag) {
+    const auto names = objective_names(m);
+    if (name.empty()) return StudyObjective{names.front(), true};
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        return InputError{flag, quote_input(name), fmt::format("for --mode {}: one of {}", to_string(m), list)};
+    }
+    // Times: less is better; rates and utilisation: more is.
+    return StudyObjective{std::string(name), name.size() > 2 && name.substr(name.size() - 2) == "_s"};
+}
+
+namespace {
+
+// The layout search ranks by the objective when it is one it knows; tokens/s at a fixed GPU
+// count orders layouts exactly as step time does.
+Objective search_objective(const StudyObjective& o) {
+    if (o.key == "tokens_per_s_per_gpu") return Objective::tokens_per_s_per_gpu;
+    if (o.key == "mfu") return Objective::mfu;
+    return Objective::step_time;
+}
+
+Purpose purpose_of(StudyMode m) {
+    switch (m) {
+        case StudyMode::train: return Purpose::train;
+        case StudyMode::infer: return Purpose::infer;
+        case StudyMode::search: return Purpose::search;
+    }
+    return Purpose::train;
+}
+
+PointOutcome finish(Json result, const StudyOptions& o) {
+    PointOutcome out;
+    out.value = result.at(o.objective.key).get<double>();
+    out.result = std::move(result);
+    out.status = PointStatus::ok;
+    return out;
+}
+
+PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) {
+    const std::set<std::string>& given = s.parallel_given;
+    const bool whole = given.count("tp") && given.count("pp") && given.count("dp") && given.count("cp");
+    SearchOptions so;
+    so.gpus = o.gpus > 0 ? o.gpus : whole ? s.parallel.gpus() : 0;
+    if (so.gpus <= 0)
+        return {PointStatus::error, {}, "--gpus: nothing; a GPU count is required unless parallel.tp, pp, dp and cp are all given", 0};
+    so.top_k = 1;
+    so.threads = threads;
+    so.objective = search_objective(o.objective);
+    so.tp_within_domain = o.tp_within_domain;
+    so.prune_by_floor = true;  // only the best layout is kept: skip what cannot beat it
+    const SearchResult r = search_layouts({s.model, s.system, s.training}, constraints_from(s.parallel, given), so);
+    if (r.stats.candidates == 0)
+        return {PointStatus::no_fit, {}, fmt::format("no valid layout of {} GPUs", so.gpus), 0};
+    if (r.best.empty()) return {PointStatus::no_fit, {}, fmt::format("no layout of {} GPUs fits in memory", so.gpus), 0};
+    s.parallel = r.best.front().layout;
+    return finish(train_json(s, r.best.front().result), o);
+}
+
+}  // namespace
+
+PointOutcome evaluate_point(const Expected<Json>& doc, const StudyOptions& o, unsigned search_threads) {
+    if (!doc) return {PointStatus::error, {}, doc.error().message(), 0};
+    Expected<Scenario> built = build_scenario(doc.value(), purpose_of(o.mode));
+    if (!built) return {PointStatus::error, {}, built.error().message(), 0};
+    Scenario s = std::move(built).value();
+    switch (o.mode) {
+        case StudyMode::train: return finish(train_json(s, evaluate_training({s.model, s.system, s.training}, s.parallel)), o);
+        case StudyMode::infer: return finish(infer_json(s, evaluate_inference({s.model, s.system, s.inference}, s.parallel)), o);
+        case StudyMode::search: return search_point(s, o, search_threads);
+    }
+    return {};
+}
+
+Json study_base_doc(const Scenario& s) {
+    Json doc = Json::object();
+    doc["model"] = s.full["model"];
+    doc["system"] = s.full["system"];
+    // As given: their defaults follow other fields (global_batch from dp, the KV type from the
+    // math type), so filling them in here would freeze them.
+    for (const char* k : {"parallel", "training", "inference"})
+        if (s.resolved.contains(k)) doc[k] = s.resolved[k];
+    return doc;
+}
+
+namespace {
+
+Json outcome_json(const PointOutcome& p) {
+    return Json{{"s", static_cast<int>(p.status)}, {"r", p.result}, {"m", p.message}, {"v", p.value}};
+}
+
+PointOutcome outcome_of(const Json& j) {
+    return {static_cast<PointStatus>(j.at("s").get<int>()), j.at("r"), j.at("m").get<std::string>(), j.at("v").get<double>()};
+}
+
+// This rank's points on `workers` threads; the caller's thread reports progress meanwhile.
+void run_local(const std::vector<size_t>& mine, std::vector<PointOutcome>& out, const PointDoc& doc, const StudyOptions& o,
+               unsigned workers, unsigned search_threads) {
+    std::atomic<size_t> next{0}, done{0};
+    std::mutex m;
+    std::condition_variable cv;
+    unsigned finished = 0;
+    auto work = [&] {
+        for (size_t k = next++; k < mine.size(); k = next++) {
+            if (o.stop && o.stop->load()) break;  // the rest stay `skipped`
+            out[mine[k]] = evaluate_point(doc(mine[k]), o, search_threads);
+            ++done;
+        }
+        const std::lock_guard<std::mutex> lock(m);
+        ++finished;
+        cv.notify_one();
+    };
+    std::vector<std::thread> threads;
+    for (unsigned i = 0; i < workers; ++i) threads.emplace_back(work);
+    {
+        std::unique_lock<std::mutex> lock(m);
+        while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == workers; }))
+            if (o.progress) o.progress(done.load(), mine.size());
+    }
+    for (auto& t : threads) t.join();
+    if (o.progress) o.progress(done.load(), mine.size());
+}
+
+}  // namespace
+
+std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, const StudyOptions& o) {
+    const Cluster& c = o.cluster;
+    std::vector<size_t> mine;
+    for (size_t i = static_cast<size_t>(c.rank); i < count; i += static_cast<size_t>(std::max(1, c.size))) mine.push_back(i);
+    std::vector<PointOutcome> out(count);
+    // Threads go to the points when there are enough of them, else to each point's search: never
+    // both, so the cores are not oversubscribed. Search results do not depend on its thread count.
+    const unsigned threads = std::max(1u, o.threads);
+    const bool across = mine.size() >= threads || o.mode != StudyMode::search;
+    const unsigned workers = across ? static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, mine.size()))) : 1;
+    run_local(mine, out, doc, o, workers, across ? 1 : threads);
+    if (c.size <= 1) return out;
+
+    Json own = Json::array();
+    for (size_t i : mine) own.push_back(outcome_json(out[i]));
+    const std::vector<std::string> all = c.gather(own.dump());
+    if (c.rank != 0) return {};
+    for (size_t r = 0; r < all.size(); ++r) {
+        const Json theirs = Json::parse(all[r]);
+        size_t k = 0;
+        for (size_t i = r; i < count && k < theirs.size(); i += all.size(), ++k) out[i] = outcome_of(theirs[k]);
+    }
+    return out;
+}
+
+}  // namespace sm

@@ -1,0 +1,69 @@
+#pragma once
+// The one mechanism under every study: a list of scenario documents (points), each parsed and
+// validated like any scenario and evaluated by the functions `train`, `infer` and `search` use,
+// on all threads (and ranks), results in point order whatever ran where.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/json_reader.hpp"
+#include "io/scenario.hpp"
+#include "search/search.hpp"
+#include "study/cluster.hpp"
+
+namespace sm {
+
+enum class StudyMode { train, infer, search };
+
+std::optional<StudyMode> parse_study_mode(std::string_view s);
+std::string_view to_string(StudyMode m);
+
+// What a study measures: a result key and whether less of it is better.
+struct StudyObjective {
+    std::string key;
+    bool lower_is_better = true;
+};
+// The result keys a mode can be judged by; the first is the default.
+std::vector<std::string> objective_names(StudyMode m);
+Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode m, const char* flag = "--objective");
+
+struct StudyOptions {
+    StudyMode mode = StudyMode::train;
+    StudyObjective objective{"step_time_s", true};
+    int64_t gpus = 0;          // search: the GPU count; 0: the layout's tp*pp*dp*cp
+    unsigned threads = 1;      // all of them, split between points or within each search
+    bool tp_within_domain = true;
+    const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): no new point starts
+    std::function<void(size_t done, size_t total)> progress;  // ~10 times a second, on the caller's thread
+    Cluster cluster;
+};
+
+enum class PointStatus { ok, no_fit, error, skipped };
+std::string_view to_string(PointStatus s);
+
+struct PointOutcome {
+    PointStatus status = PointStatus::skipped;
+    Json result;          // ok: the train or infer keys (search: the best layout's parallel + train keys)
+    std::string message;  // error: the input error; no_fit: why nothing was found
+    double value = 0;     // ok: the objective's value
+};
+
+// A point's scenario document, or the error that stops it from being one.
+using PointDoc = std::function<Expected<Json>(size_t index)>;
+
+// Evaluates points 0..count-1. On rank 0 returns all outcomes in order; on other ranks, empty.
+std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, const StudyOptions& o);
+
+// One point on the calling thread (search on `search_threads`).
+PointOutcome evaluate_point(const Expected<Json>& doc, const StudyOptions& o, unsigned search_threads);
+
+// The scenario of a study's base: model and system with every field resolved (presets and
+// defaults filled in), `parallel`, `training` and `inference` as the user gave them (search
+// still searches what was left out).
+Json study_base_doc(const Scenario& s);
+
+}  // namespace sm

@@ -1,0 +1,394 @@
+// The study layer: grids of `--vary` specs, Shapley attribution, elasticities, and the provenance
+// the results carry (resolved scenarios, modified presets). Expectations are worked by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "io/provenance.hpp"
+#include "io/scenario.hpp"
+#include "study/attribute.hpp"
+#include "study/evaluate.hpp"
+#include "study/grid.hpp"
+#include "study/sensitivity.hpp"
+#include "search/search.hpp"
+#include "test_helpers.hpp"
+#include "training/step.hpp"
+
+namespace sm {
+namespace {
+
+std::vector<Json> values_of(const std::string& spec) {
+    auto v = parse_vary(spec);
+    EXPECT_TRUE(v.ok()) << (v.ok() ? "" : v.error().message());
+    return v.ok() ? v->values : std::vector<Json>{};
+}
+
+InputError vary_error(const std::string& spec) {
+    auto v = parse_vary(spec);
+    EXPECT_FALSE(v.ok()) << "accepted: " << spec;
+    return v.ok() ? InputError{} : v.error();
+}
+
+TEST(Grid, GeometricRangeOfIntegersIncludesStop) {
+    const auto v = values_of("parallel.tp=1:16:x2");
+    ASSERT_EQ(v.size(), 5u);
+    const int64_t want[] = {1, 2, 4, 8, 16};
+    for (size_t i = 0; i < 5; ++i) {
+        EXPECT_TRUE(v[i].is_number_integer());
+        EXPECT_EQ(v[i].get<int64_t>(), want[i]);
+    }
+    // 1, 3, 9, 27: 81 is past 50.
+    EXPECT_EQ(values_of("a=1:50:x3").back().get<int64_t>(), 27);
+}
+
+TEST(Grid, ArithmeticRangeWithAFractionalStep) {
+    const auto v = values_of("x=0:1:+0.25");
+    ASSERT_EQ(v.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+        EXPECT_TRUE(v[i].is_number_float());
+        EXPECT_DOUBLE_EQ(v[i].get<double>(), 0.25 * static_cast<double>(i));
+    }
+    // 0.1 steps accumulate rounding error; STOP is still included: 11 values.
+    EXPECT_EQ(values_of("x=0:1:+0.1").size(), 11u);
+}
+
+TEST(Grid, ScientificBoundsGiveDoubles) {
+    const auto v = values_of("system.accelerator.memory_bw_bytes_per_s=1e12:4e12:x2");
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_DOUBLE_EQ(v[2].get<double>(), 4e12);
+}
+
+TEST(Grid, ListItemsAreJsonScalarsOrWords) {
+    const auto v = values_of("parallel.recompute=none,selective,full");
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(v[1], "selective");
+    const auto n = values_of("parallel.sequence_parallel=true,false");
+    EXPECT_TRUE(n[0].is_boolean());
+    const auto m = values_of("parallel.tp=2,8");
+    EXPECT_EQ(m[1].get<int64_t>(), 8);
+}
+
+TEST(Grid, PresetNamesAreChecked) {
+    EXPECT_EQ(values_of("system.preset=dgx-h100,dgx-b200").size(), 2u);
+    EXPECT_EQ(values_of("system.preset=all").size(), system_preset_names().size());
+    const InputError e = vary_error("system.preset=dgx-h10");
+    EXPECT_EQ(e.path, "--vary");
+    EXPECT_NE(e.message().find("did you mean \"dgx-h100\""), std::string::npos) << e.message();
+}
+
+TEST(Grid, BadSpecsNameTheFlag) {
+    for (const char* bad : {"parallel.tp", "=1,2", "parallel.tp=", "x=1:16:x1", "x=16:1:x2", "x=0:8:x2", "x=1:2", "x=1:2:3:4",
+                            "x=1:4:+0", "x=1:4:y2", "x=a:4:x2", "x=1,,2", "a..b=1"}) {
+        const InputError e = vary_error(bad);
+        EXPECT_EQ(e.path, "--vary") << bad << ": " << e.message();
+        EXPECT_EQ(e.message().find('\n'), std::string::npos);
+    }
+    // A billion values is refused before anything is built.
+    EXPECT_EQ(vary_error("x=1:1000000000:+1").path, "--vary");
+}
+
+TEST(Grid, CartesianProductFirstVaryOutermost) {
+    const std::vector<Vary> vs = {{"a", {1, 2}}, {"b", {"x", "y", "z"}}};
+    auto pts = grid_points(vs);
+    ASSERT_TRUE(pts.ok());
+    ASSERT_EQ(pts->size(), 6u);
+    // Row-major: (1,x) (1,y) (1,z) (2,x) (2,y) (2,z).
+    EXPECT_EQ(pts.value()[2][0].second, 1);
+    EXPECT_EQ(pts.value()[2][1].second, "z");
+    EXPECT_EQ(pts.value()[3][0].second, 2);
+    EXPECT_EQ(pts.value()[3][1].second, "x");
+    EXPECT_EQ(pts.value()[3][1].first, "b");
+}
+
+TEST(Grid, OversizedGridIsRefused) {
+    std::vector<Json> thousand(1000, Json(1));
+    const std::vector<Vary> vs = {{"a", thousand}, {"b", thousand}, {"c", {1, 2}}};
+    auto pts = grid_points(vs);
+    ASSERT_FALSE(pts.ok());
+    EXPECT_EQ(pts.error().path, "--vary");
+    EXPECT_NE(pts.error().message().find("2000000"), std::string::npos) << pts.error().message();
+}
+
+TEST(Shapley, TwoFactorsByHand) {
+    // Step times: base 10 s; factor a alone 5 s; b alone 8 s; both 2 s.
+    // phi_a = 1/2 [ln(10/5) + ln(8/2)] = ln(sqrt 8); phi_b = 1/2 [ln(10/8) + ln(5/2)] = ln(sqrt 3.125).
+    const std::vector<FactorGroup> groups = {{"a", {"system.x"}}, {"b", {"system.y"}}};
+    const std::vector<double> t = {10, 5, 8, 2};  // index: bit 0 = a, bit 1 = b
+    const Attribution at = attribution_from(groups, t, {"step_time_s", true});
+    EXPECT_NEAR(at.factors[0].speedup, std::sqrt(8.0), 1e-12);
+    EXPECT_NEAR(at.factors[1].speedup, std::sqrt(3.125), 1e-12);
+    EXPECT_NEAR(at.ratio, 5.0, 1e-12);
+    EXPECT_NEAR(at.factors[0].speedup * at.factors[1].speedup, at.ratio, 1e-9);
+    EXPECT_NEAR(at.factors[0].alone, 2.0, 1e-12);
+    EXPECT_NEAR(at.factors[1].alone, 1.25, 1e-12);
+    // Shares of the log speedup: ln(sqrt 8) / ln 5.
+    EXPECT_NEAR(at.factors[0].share, 0.5 * std::log(8.0) / std::log(5.0), 1e-12);
+}
+
+TEST(Shapley, RateObjectiveGivesTheSameSpeedups) {
+    // Throughput is the inverse of time: the same speedups and ratio.
+    const std::vector<FactorGroup> groups = {{"a", {}}, {"b", {}}};
+    const std::vector<double> r = {0.1, 0.2, 0.125, 0.5};
+    const Attribution at = attribution_from(groups, r, {"tokens_per_s", false});
+    EXPECT_NEAR(at.factors[0].speedup, std::sqrt(8.0), 1e-12);
+    EXPECT_NEAR(at.ratio, 5.0, 1e-12);
+}
+
+// v(S) = sum of w_i over S, plus c when both players 0 and 1 are in S: phi_0 = w_0 + c/2,
+// phi_1 = w_1 + c/2, phi_2 = w_2 (the interaction split evenly between the two who make it).
+double game(uint64_t s, const double w[3], double c) {
+    double v = 0;
+    for (int i = 0; i < 3; ++i)
+        if (s & (uint64_t{1} << i)) v += w[i];
+    return v + ((s & 3u) == 3u ? c : 0.0);
+}
+
+TEST(Shapley, ThreePlayersWithAnInteraction) {
+    const double w[3] = {0.7, -0.2, 1.3}, c = 0.4;
+    std::vector<double> v(8);
+    for (uint64_t s = 0; s < 8; ++s) v[s] = game(s, w, c);
+    const std::vector<double> phi = shapley_values(3, v);
+    EXPECT_NEAR(phi[0], 0.9, 1e-12);
+    EXPECT_NEAR(phi[1], 0.0, 1e-12);
+    EXPECT_NEAR(phi[2], 1.3, 1e-12);
+}
+
+TEST(Shapley, ProductIsTheRatioAndOrderDoesNotMatter) {
+    // An arbitrary table of 5 groups (no structure), listed in two orders.
+    const size_t n = 5;
+    std::vector<double> t(32);
+    for (uint64_t s = 0; s < 32; ++s) t[s] = 100.0 / (1.0 + static_cast<double>(s * s % 37) + static_cast<double>(s));
+    std::vector<FactorGroup> groups;
+    for (size_t g = 0; g < n; ++g) groups.push_back({std::string(1, static_cast<char>('a' + g)), {}});
+    const Attribution a = attribution_from(groups, t, {"step_time_s", true});
+    double product = 1;
+    for (const Factor& f : a.factors) product *= f.speedup;
+    EXPECT_NEAR(product / a.ratio, 1.0, 1e-9);
+    EXPECT_NEAR(a.ratio, t[0] / t[31], 1e-9 * a.ratio);
+
+    // Reversed order: group g becomes n-1-g, so subset s maps to its bit-reversed mask.
+    const auto reverse = [&](uint64_t s) {
+        uint64_t r = 0;
+        for (size_t g = 0; g < n; ++g)
+            if (s & (uint64_t{1} << g)) r |= uint64_t{1} << (n - 1 - g);
+        return r;
+    };
+    std::vector<double> t2(32);
+    for (uint64_t s = 0; s < 32; ++s) t2[reverse(s)] = t[s];
+    std::vector<FactorGroup> g2(groups.rbegin(), groups.rend());
+    const Attribution b = attribution_from(g2, t2, {"step_time_s", true});
+    for (size_t g = 0; g < n; ++g) {
+        EXPECT_EQ(b.factors[n - 1 - g].name, a.factors[g].name);
+        EXPECT_NEAR(b.factors[n - 1 - g].speedup, a.factors[g].speedup, 1e-12);
+    }
+}
+
+Json system_doc(double peak_bf16, double bw, double mem) {
+    return Json{{"model", {{"layers", 2}}},
+                {"system",
+                 {{"name", "x"},
+                  {"accelerator", {{"matrix_flop_per_s", {{"bf16", peak_bf16}}}, {"memory_bw_bytes_per_s", bw}, {"memory_bytes", mem}}},
+                  {"efficiency", {{"gemm_max", 0.8}}}}},
+                {"training", {{"precision", "bf16"}}}};
+}
+
+TEST(FactorGroups, DifferingFieldsByNamedGroupAndOther) {
+    Json from = system_doc(300e12, 2e12, 80e9), to = system_doc(1000e12, 3e12, 80e9);
+    to["system"]["name"] = "y";                         // a label: never a factor
+    to["system"]["efficiency"]["gemm_max"] = 0.9;       // calibration
+    to["model"]["layers"] = 4;                          // nothing claims it
+    to["system"]["accelerator"]["matrix_flop_per_s"]["fp8"] = 2000e12;
+    to["training"]["precision"] = "fp8";
+    const auto g = factor_groups(from, to);
+    ASSERT_EQ(g.size(), 5u);
+    EXPECT_EQ(g[0].name, "matrix peak");
+    EXPECT_EQ(g[0].fields, (std::vector<std::string>{"system.accelerator.matrix_flop_per_s.bf16", "system.accelerator.matrix_flop_per_s.fp8"}));
+    EXPECT_EQ(g[1].name, "math precision");
+    EXPECT_EQ(g[2].name, "HBM bandwidth");
+    EXPECT_EQ(g[3].name, "calibration efficiencies");
+    EXPECT_EQ(g[4].name, "other: model.layers");
+
+    // "math precision" alone on the old hardware: fp8 at the old bf16 peak times the 2x that the
+    // new one gets from fp8 (300e12 x 2000/1000).
+    const Json p = subset_doc(from, to, g, 0b00010);
+    EXPECT_EQ(p["training"]["precision"], "fp8");
+    EXPECT_DOUBLE_EQ(p["system"]["accelerator"]["matrix_flop_per_s"]["fp8"].get<double>(), 600e12);
+    EXPECT_DOUBLE_EQ(p["system"]["accelerator"]["memory_bw_bytes_per_s"].get<double>(), 2e12);
+    // Both peak and precision: the new hardware's own fp8 peak.
+    const Json q = subset_doc(from, to, g, 0b00011);
+    EXPECT_DOUBLE_EQ(q["system"]["accelerator"]["matrix_flop_per_s"]["fp8"].get<double>(), 2000e12);
+    // A field the other side lacks is removed.
+    const Json back = subset_doc(to, from, factor_groups(to, from), 1);
+    EXPECT_FALSE(back["system"]["accelerator"]["matrix_flop_per_s"].contains("fp8"));
+}
+
+TEST(Attribute, TrainModeEndToEndMatchesDirectEvaluation) {
+    // A100 -> H100 for one layout: the ratio is the ratio of the two step times computed
+    // directly, and the factors multiply to it.
+    const char* a100 = R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"tp": 8, "pp": 8, "dp": 1, "vp": 3, "sequence_parallel": true, "recompute": "selective"},
+        "training": {"global_batch": 64, "precision": "bf16"}})";
+    const std::string h100 = std::string(a100).replace(std::string(a100).find("dgx-a100-80gb"), 13, "dgx-h100");
+    const Scenario from = testing::scenario(a100), to = testing::scenario(h100);
+    const Json f = study_base_doc(from), t = study_base_doc(to);
+    const auto groups = factor_groups(f, t);
+    ASSERT_GE(groups.size(), 4u);
+    StudyOptions o;
+    o.threads = 2;
+    const auto out = evaluate_points(size_t{1} << groups.size(), [&](size_t m) -> Expected<Json> { return subset_doc(f, t, groups, m); }, o);
+    std::vector<double> v;
+    for (const auto& p : out) {
+        ASSERT_EQ(p.status, PointStatus::ok) << p.message;
+        v.push_back(p.value);
+    }
+    const Attribution a = attribution_from(groups, v, o.objective);
+    const double t_a100 = evaluate_training({from.model, from.system, from.training}, from.parallel).step_time_s;
+    const double t_h100 = evaluate_training({to.model, to.system, to.training}, to.parallel).step_time_s;
+    EXPECT_NEAR(a.ratio, t_a100 / t_h100, 1e-12 * a.ratio);
+    double product = 1;
+    for (const Factor& x : a.factors) product *= x.speedup;
+    EXPECT_NEAR(product / a.ratio, 1.0, 1e-9);
+}
+
+TEST(Sensitivity, PowerLawElasticityIsExact) {
+    // T = x^-0.5: ln(T+/T-) / ln(1.05/0.95) = -0.5 exactly; an integer field 8 -> 4 and 16.
+    const Json base = {{"system", {{"accelerator", {{"memory_bw_bytes_per_s", 2e12}}}, {"node_gpus", 8}, {"latency_s", 0.0}}}};
+    const auto probes = sensitivity_probes(base);
+    ASSERT_EQ(probes.size(), 3u);
+    std::vector<PointOutcome> lo, hi;
+    for (const Probe& p : probes) {
+        const auto t = [&](const Json& x) { return PointOutcome{PointStatus::ok, {}, "", std::pow(x.get<double>(), -0.5)}; };
+        lo.push_back(t(p.low));
+        hi.push_back(t(p.high));
+    }
+    const auto probe = [&](const std::string& path) {
+        for (const Probe& p : probes)
+            if (p.path == path) return p;
+        ADD_FAILURE() << path;
+        return Probe{};
+    };
+    EXPECT_EQ(probe("system.node_gpus").low, 4);
+    EXPECT_EQ(probe("system.node_gpus").high, 16);
+    EXPECT_DOUBLE_EQ(probe("system.accelerator.memory_bw_bytes_per_s").high.get<double>(), 2.1e12);
+    const auto ranked = rank_elasticities(probes, lo, hi, 1.0 / std::sqrt(2e12));
+    ASSERT_EQ(ranked.size(), 3u);
+    EXPECT_NEAR(ranked[0].elasticity, -0.5, 1e-12);
+    EXPECT_NEAR(ranked[1].elasticity, -0.5, 1e-12);
+    EXPECT_EQ(ranked[2].method, "zero");
+}
+
+TEST(Sensitivity, AFailedSideFallsBackToOneSided) {
+    // T = x at x = 1 (an efficiency that cannot grow): backward difference from 0.95 to 1 -> 1.
+    const Json base = {{"system", {{"efficiency", {{"scale_up", 1.0}}}}}};
+    const auto probes = sensitivity_probes(base);
+    ASSERT_EQ(probes.size(), 1u);
+    const std::vector<PointOutcome> lo = {{PointStatus::ok, {}, "", 0.95}};
+    const std::vector<PointOutcome> hi = {{PointStatus::error, {}, "out of range", 0}};
+    const auto r = rank_elasticities(probes, lo, hi, 1.0);
+    EXPECT_NEAR(r[0].elasticity, 1.0, 1e-12);
+    EXPECT_EQ(r[0].method, "backward");
+}
+
+TEST(Provenance, ResolvedScenarioFillsDefaultsAndReadsBack) {
+    // A system without an efficiency section runs on the defaults; `resolve` must show them.
+    Json doc = Json::parse(R"({"model": {"preset": "llama2-7b"}, "system": {"preset": "dgx-h100"}})");
+    Json sys = system_preset_json("dgx-h100").value();
+    sys.erase("efficiency");
+    doc["system"] = sys;
+    const Scenario s = build_scenario(doc, Purpose::infer).value();
+    const Efficiency defaults{};
+    EXPECT_DOUBLE_EQ(s.full["system"]["efficiency"]["gemm_max"].get<double>(), defaults.gemm_max);
+    EXPECT_DOUBLE_EQ(s.full["system"]["efficiency"]["memory_half_bytes"].get<double>(), defaults.memory_half_bytes);
+    EXPECT_EQ(s.full["parallel"]["recompute"], "none");
+    EXPECT_EQ(s.full["inference"]["batch"], s.inference.batch);
+    EXPECT_EQ(s.full["model"]["kv_heads"], s.model.kv_heads);
+    // Read back, it is the same scenario: the same step time to the last bit.
+    const Scenario again = build_scenario(s.full, Purpose::train).value();
+    const Scenario first = build_scenario(doc, Purpose::train).value();
+    EXPECT_EQ(evaluate_training({again.model, again.system, again.training}, again.parallel).step_time_s,
+              evaluate_training({first.model, first.system, first.training}, first.parallel).step_time_s);
+    EXPECT_EQ(again.full, s.full);
+}
+
+TEST(Provenance, ModifiedPresetFieldsAreNamed) {
+    const Json same = Json::parse(R"({"model": {"preset": "llama2-7b"},
+        "system": {"preset": "dgx-h100", "accelerator": {"memory_bw_bytes_per_s": 3.35e12}, "node_gpus": 8}})");
+    EXPECT_TRUE(preset_changes(same).empty());
+    const Json changed = apply_overrides(same, {"system.accelerator.memory_bw_bytes_per_s=13e12", "model.layers=2"}).value();
+    EXPECT_EQ(preset_changes(changed), (std::vector<std::string>{"model.layers", "system.accelerator.memory_bw_bytes_per_s"}));
+    const Scenario s = build_scenario(changed, Purpose::infer).value();
+    EXPECT_EQ(provenance_text(s), "model: " + s.model.name + " (modified: model.layers)\nsystem: dgx-h100 (modified: system.accelerator.memory_bw_bytes_per_s)\n");
+    EXPECT_EQ(overrides_json({"system.accelerator.memory_bw_bytes_per_s=13e12", "parallel.recompute=full"}),
+              Json::parse(R"({"system.accelerator.memory_bw_bytes_per_s": 13e12, "parallel.recompute": "full"})"));
+}
+
+TEST(SearchFloor, NeverAboveTheStepAndPruningKeepsTheBest) {
+    const Scenario s = testing::scenario(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-h100"},
+        "training": {"global_batch": 1536, "precision": "bf16"}})", Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    // The floor is below the step of every vp and ZeRO stage of a few layouts.
+    for (const auto& [tp, pp, dp, vp] : {std::tuple{8, 8, 8, 3}, std::tuple{4, 16, 8, 1}, std::tuple{8, 1, 64, 1}, std::tuple{2, 32, 8, 3}}) {
+        ParallelConfig p;
+        p.tp = tp;
+        p.pp = pp;
+        p.dp = dp;
+        p.vp = vp;
+        p.sequence_parallel = true;
+        p.recompute = Recompute::selective;
+        const LayerCosts lc = cost_layers(c, p);
+        for (int64_t z = 0; z <= 3; ++z) {
+            p.zero = z;
+            EXPECT_LE(step_time_floor_s(c, p, lc), assemble_step(c, p, lc).step_time_s) << tp << " " << pp << " " << dp << " z" << z;
+        }
+    }
+    SearchOptions o;
+    o.gpus = 512;
+    o.top_k = 1;
+    const SearchResult all = search_layouts(c, {}, o);
+    o.prune_by_floor = true;
+    const SearchResult pruned = search_layouts(c, {}, o);
+    ASSERT_EQ(all.best.size(), 1u);
+    ASSERT_EQ(pruned.best.size(), 1u);
+    EXPECT_FALSE(layout_before(all.best[0].layout, pruned.best[0].layout) || layout_before(pruned.best[0].layout, all.best[0].layout));
+    EXPECT_EQ(all.best[0].score, pruned.best[0].score);
+    EXPECT_GT(pruned.stats.pruned_bound, 0);
+    EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
+}
+
+TEST(Study, PointsSplitOverRanksComeBackInOrder) {
+    // Two ranks simulated in turn: rank 1 hands its share to a fake gather, rank 0 merges both.
+    const Json base = Json::parse(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"tp": 8, "pp": 8, "vp": 3, "sequence_parallel": true, "recompute": "selective"},
+        "training": {"global_batch": 64}})");
+    const std::vector<Json> mbs = {1, 2, 4, 8, 3};  // 3 does not divide 64: an error point
+    const PointDoc doc = [&](size_t i) { return apply_edits(base, {{"parallel.microbatch", mbs[i]}}); };
+    StudyOptions one;
+    const auto alone = evaluate_points(mbs.size(), doc, one);
+    std::string from_rank1;
+    StudyOptions r1;
+    r1.cluster.rank = 1;
+    r1.cluster.size = 2;
+    r1.cluster.gather = [&](const std::string& mine) {
+        from_rank1 = mine;
+        return std::vector<std::string>{};
+    };
+    EXPECT_TRUE(evaluate_points(mbs.size(), doc, r1).empty());
+    StudyOptions r0 = r1;
+    r0.cluster.rank = 0;
+    r0.cluster.gather = [&](const std::string& mine) { return std::vector<std::string>{mine, from_rank1}; };
+    const auto merged = evaluate_points(mbs.size(), doc, r0);
+    ASSERT_EQ(merged.size(), alone.size());
+    EXPECT_EQ(alone[4].status, PointStatus::error);
+    for (size_t i = 0; i < alone.size(); ++i) {
+        EXPECT_EQ(merged[i].status, alone[i].status) << i;
+        EXPECT_EQ(merged[i].value, alone[i].value) << i;
+        EXPECT_EQ(merged[i].result.dump(), alone[i].result.dump()) << i;
+        EXPECT_EQ(merged[i].message, alone[i].message) << i;
+    }
+}
+
+}  // namespace
+}  // namespace sm
