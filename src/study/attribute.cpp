@@ -35,13 +35,16 @@ const std::vector<GroupRule>& group_rules() {
     static const std::vector<GroupRule> rules = {
         {"matrix peak", {"system.accelerator.matrix_flop_per_s.", "system.accelerator.vector_flop_per_s"}},
         {"math precision",
-         {"training.precision", "training.grad_precision", "inference.precision", "inference.weight_precision", "inference.kv_precision"}},
+         {"training.precision", "training.grad_precision", "training.fp8_recipe", "inference.precision", "inference.weight_precision",
+          "inference.kv_precision"}},
         {"HBM bandwidth", {"system.accelerator.memory_bw_bytes_per_s"}},
         {"HBM capacity", {"system.accelerator.memory_bytes"}},
         {"scale-up bandwidth", {"system.scale_up.bw_bytes_per_s", "system.scale_up.latency_s"}},
-        {"scale-up domain size", {"system.scale_up.domain_gpus", "system.node_gpus"}},
+        // GPUs used per domain cannot exceed the domain: they move together.
+        {"scale-up domain size", {"system.scale_up.domain_gpus", "system.scale_up.gpus_used_per_domain", "system.node_gpus"}},
         {"scale-out bandwidth", {"system.scale_out.bw_bytes_per_s", "system.scale_out.latency_s"}},
         {"calibration efficiencies", {"system.efficiency."}},
+        {"host memory (offload tier)", {"system.host_memory."}},
     };
     return rules;
 }
