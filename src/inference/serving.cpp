@@ -180,7 +180,7 @@ std::optional<ServingPoint> max_throughput(const InferContext& c, const Parallel
     std::optional<ServingPoint> best;
     for (const int64_t n : concurrency_candidates(c, limit)) {
         ServingPoint pt = serve_at(c, p, n);
-        if (!best || pt.output_tokens_per_s_per_gpu > best->output_tokens_per_s_per_gpu * (1.0 + 1e-9)) best = std::move(pt);
+        if (!best || pt.output_tokens_per_s_per_gpu > best->output_tokens_per_s_per_gpu * (1.0 + 1e-9)) best = pt;
     }
     return best;
 }

@@ -87,7 +87,7 @@ std::string sweep_table_csv(const SweepTable& t) {
         const PointOutcome& p = t.outcomes[i];
         std::vector<std::string> row;
         for (const auto& [path, v] : t.points[i]) row.push_back(value_csv(v));
-        row.push_back(std::string(to_string(p.status)));
+        row.emplace_back(to_string(p.status));
         row.push_back(csv_field(p.message));
         std::string line = csv_line(row);
         line.pop_back();

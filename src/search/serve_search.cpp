@@ -43,7 +43,7 @@ std::vector<ServeHit> pareto_front(std::vector<ServeHit> all) {
     for (ServeHit& h : all)
         if (h.point.output_tokens_per_s_per_gpu > best_gpu) {
             best_gpu = h.point.output_tokens_per_s_per_gpu;
-            front.push_back(std::move(h));
+            front.push_back(h);
         }
     return front;
 }
@@ -103,7 +103,7 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
                 ServeHit h{p, serve_at(c, p, n)};
                 ++r.points;
                 if (n <= feasible && meets(h.point, targets)) r.best.push_back(h);
-                all.push_back(std::move(h));
+                all.push_back(h);
             }
         }
         if (progress) progress(++done, r.layouts);
