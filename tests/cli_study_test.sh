@@ -62,6 +62,9 @@ refuse "--vary" sweep "$T"
 refuse "--objective" sweep "$T" --vary parallel.microbatch=1,2 --objective ttft_s
 refuse "--gpus" sweep "$T" --vary parallel.microbatch=1,2 --gpus 64
 refuse "--gpus" sweep "$S" --vary parallel.microbatch=1,2 --mode search
+# A layout that fixes only some of tp, pp, dp and cp does not say how many GPUs to search.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["parallel"]={"tp": 8}; json.dump(d, open(sys.argv[2], "w"))' "$S" "$TMP/tp-only.json"
+refuse "--gpus" sweep "$TMP/tp-only.json" --vary parallel.microbatch=1,2 --mode search
 refuse "--mode" sweep "$T" --vary parallel.microbatch=1,2 --mode fast
 refuse "--to" attribute "$T"
 refuse "--to" attribute "$T" --to "$TMP/missing.json"
