@@ -87,6 +87,8 @@ CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     c.span[idx(CommGroup::ep)] = place_group(p.tp, p.ep, n, u);
     c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, n, u);  // gradients reduce over dp x cp
     c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, n, u);
+    // Ranks tp x ep apart hold the same experts (Megatron's expert rank order tp-ep-dp-pp).
+    c.expert_dp = p.ep > 1 ? place_group(p.tp * p.ep, p.dp * p.cp / p.ep, n, u) : c.span[idx(CommGroup::dp)];
     return c;
 }
 

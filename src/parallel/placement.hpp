@@ -16,6 +16,9 @@ inline size_t idx(CommGroup g) { return static_cast<size_t>(g); }
 
 struct CommSpans {
     std::array<GroupSpan, kGroups> span{};
+    // The replicas of one expert's weights (dp x cp / ep of them): the group its gradients reduce
+    // over. Without expert parallelism, the data-parallel group.
+    GroupSpan expert_dp;
 };
 
 // Ranks fill scale-up domains in order, `used` of them per domain (a job may leave GPUs of a

@@ -23,6 +23,11 @@ double zero_shard(double n, double experts, const ParallelConfig& p) {
     return (n - experts) / dpc + experts / (dpc / as_d(p.ep));
 }
 
+// Micro-batches each data-parallel replica runs per step.
+double microbatches_per_step(const TrainingSpec& t, const ParallelConfig& p) {
+    return std::ceil(as_d(t.global_batch) / as_d(p.dp * p.microbatch));
+}
+
 GradReduce resolved(GradReduce g, const ParallelConfig& p) {
     if (g != GradReduce::automatic) return g;
     return p.pp > 1 ? GradReduce::per_step : GradReduce::per_microbatch;
@@ -45,6 +50,7 @@ struct StageRates {
     double embed_params = 0, head_params = 0;
     double embed_trained = 0, head_trained = 0;
     double embed_act = 0, head_act = 0;
+    double embed_fwd_window_s = 0, embed_bwd_window_s = 0, head_fwd_window_s = 0, head_bwd_window_s = 0;
     // Bytes a GPU keeps per dense and per expert parameter of its stage, ZeRO partitioning
     // included: weights, gradients, optimizer state.
     std::array<double, 2> weight_bytes{}, grad_bytes{}, optimizer_bytes{};
@@ -89,15 +95,21 @@ StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelC
     r.head_trained = pc.frozen_base ? 0.0 : r.head_params;
     r.embed_act = lc.embedding.saved_bytes;
     r.head_act = lc.head.saved_bytes;
+    r.embed_fwd_window_s = lc.embedding.fwd_wall_s;
+    r.embed_bwd_window_s = lc.embedding.bwd_wall_s + lc.embedding.recompute_s;
+    r.head_fwd_window_s = lc.head.fwd_wall_s;
+    r.head_bwd_window_s = lc.head.bwd_wall_s + lc.head.recompute_s;
     return r;
 }
 
 // One pipeline GPU in figures: its micro-batch time, parameters (of which expert ones), the
-// trained ones among them, and activation bytes; `layers`, `layer_act` and the windows are what
-// activation offload moves per layer.
+// trained ones among them, and activation bytes; `layers`, `layer_act` and the blocks' pass
+// times are what activation offload moves per layer and hides behind; the whole GPU's pass
+// times (ends included) are the data-parallel windows.
 struct StageFigures {
     double time_s = 0, params = 0, experts = 0, trained = 0, trained_experts = 0, activations = 0;
-    double layers = 0, layer_act = 0, in_flight = 0, fwd_window_s = 0, bwd_window_s = 0;
+    double layers = 0, layer_act = 0, in_flight = 0, block_fwd_s = 0, block_bwd_s = 0;
+    double fwd_wall_s = 0, bwd_wall_s = 0;
 };
 
 StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_flight) {
@@ -110,23 +122,29 @@ StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_fl
         f.experts += n * r.experts[k];
         f.trained += n * r.trained[k];
         f.trained_experts += n * r.trained_experts[k];
-        f.fwd_window_s += n * r.fwd_window_s[k];
-        f.bwd_window_s += n * r.bwd_window_s[k];
+        f.block_fwd_s += n * r.fwd_window_s[k];
+        f.block_bwd_s += n * r.bwd_window_s[k];
         f.layers += n;
         act += n * r.act_bytes[k];
         if (l.blocks[k] > 0) working = std::max(working, r.working_bytes[k]);
     }
     f.layer_act = f.layers > 0 ? act / f.layers : 0.0;
+    f.fwd_wall_s = f.block_fwd_s;
+    f.bwd_wall_s = f.block_bwd_s;
     if (l.embedding) {
         f.time_s += r.embed_time_s;
         f.params += r.embed_params;
         f.trained += r.embed_trained;
+        f.fwd_wall_s += r.embed_fwd_window_s;
+        f.bwd_wall_s += r.embed_bwd_window_s;
         act += r.embed_act;
     }
     if (l.head) {
         f.time_s += r.head_time_s;
         f.params += r.head_params;
         f.trained += r.head_trained;
+        f.fwd_wall_s += r.head_fwd_window_s;
+        f.bwd_wall_s += r.head_bwd_window_s;
         act += r.head_act;
     }
     f.in_flight = in_flight;
@@ -143,7 +161,7 @@ OffloadResult stage_offload(const StageFigures& f, double optimizer_params, cons
     const double layers = std::max(1.0, f.layers);
     const OffloadInput in{optimizer_params, t.optimizer_state_bytes_per_param, bytes_per_element(t.grad_precision),
                           stored_weight_bytes(t.precision), f.layer_act, f.layers * f.in_flight, f.layers, mb,
-                          f.fwd_window_s / layers, f.bwd_window_s / layers};
+                          f.block_fwd_s / layers, f.block_bwd_s / layers};
     return offload_cost(p.offload, in, c.system.host_memory, gpu_optimizer_s);
 }
 
@@ -183,10 +201,10 @@ BlockCost stage_block(const StageLoad& l, const LayerCosts& lc) {
 // the one with the largest memory peak, and the one with the most parameters (its gradients are
 // the largest data-parallel reduction).
 struct PipelineScan {
-    StageLoad slowest, fullest;
-    StageFigures fullest_figures;
+    StageLoad slowest;
+    StageFigures fullest;  // the GPU with the most parameters
     int64_t slowest_gpu = 0, peak_gpu = 0;
-    double slowest_s = -1, most_params = -1, most_experts = 0;
+    double slowest_s = -1;
     double most_host_bytes = 0;  // offloaded to host memory by the GPU that offloads most
     TrainMemory peak;
 };
@@ -196,6 +214,7 @@ PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const St
     const ModelSpec& m = c.model;
     PipelineScan s;
     s.peak.peak_bytes_per_gpu = -1;
+    s.fullest.params = -1;
     // With one kind of block, GPUs of equal layer count are alike but for the micro-batches in
     // flight, which fall along the pipeline: GPU 0, GPU 1 (the middle ones), uniform's first
     // shorter stage and the last GPU cover every maximum. Mixed kinds: every GPU.
@@ -213,12 +232,7 @@ PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const St
             s.slowest = load;
             s.slowest_gpu = g;
         }
-        if (f.params > s.most_params) {
-            s.most_params = f.params;
-            s.most_experts = f.experts;
-            s.fullest = load;
-            s.fullest_figures = f;
-        }
+        if (f.params > s.fullest.params) s.fullest = f;
         const TrainMemory mem = stage_memory(f, rates, c, p, mb);
         s.most_host_bytes = std::max(s.most_host_bytes, mem.host_bytes);
         if (mem.peak_bytes_per_gpu > s.peak.peak_bytes_per_gpu) {
@@ -282,25 +296,22 @@ double exposed_reduction(double link, double window, double layers, int64_t chun
 }
 
 // Data parallelism over dp x cp replicas: gradient reduction and parameter gathers (ZeRO) of
-// the GPU with the most parameters. Expert parameters have dp x cp / ep replicas (the ep ranks
-// are carved out of dp x cp): their gradients reduce over that smaller group.
-void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const PipelineScan& scan,
-                        const StageRates& rates, const LayerCosts& lc, double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
+// `f`, the GPU with the most parameters. Expert parameters have dp x cp / ep replicas (the ep
+// ranks are carved out of dp x cp): their gradients reduce over that smaller group.
+void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const StageFigures& f,
+                        double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
     if (p.dp * p.cp == 1) return;
     const SystemSpec& sys = c.system;
     const TrainingSpec& t = c.training;
     const double wbytes = stored_weight_bytes(t.precision), gbytes = bytes_per_element(t.grad_precision);
-    // Expert replicas: ranks tp x ep apart (Megatron's expert rank order tp-ep-dp-pp).
-    const int64_t expert_replicas = p.dp * p.cp / p.ep;
-    const StageFigures& f = scan.fullest_figures;
-    const bool split_experts = p.ep > 1 && scan.most_experts > 0;
+    const bool split_experts = p.ep > 1 && f.experts > 0;
     const GroupSpan& g = spans.span[idx(CommGroup::dp)];
-    const GroupSpan ge = split_experts ? place_group(p.tp * p.ep, expert_replicas, p.gpus(), sys.used_per_domain()) : g;
+    const GroupSpan& ge = spans.expert_dp;
     // `all` parameters of which `experts` are expert ones, `bytes_per_param` each.
     auto over_replicas = [&](Collective k, double all, double experts, double bytes_per_param) {
         if (!split_experts) return collective_time_s(k, all * bytes_per_param, g, sys);
         double s = collective_time_s(k, (all - experts) * bytes_per_param, g, sys);
-        if (experts > 0 && expert_replicas > 1) s += collective_time_s(k, experts * bytes_per_param, ge, sys);
+        if (experts > 0 && ge.size > 1) s += collective_time_s(k, experts * bytes_per_param, ge, sys);
         return s;
     };
     // Gradients exist for the trained parameters only (LoRA: the adapters); ZeRO-3 gathers every
@@ -314,17 +325,8 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
 
     // Windows are wall times of the passes (exposed layer traffic included), so a faster GPU
     // never exposes more data-parallel traffic than it saves.
-    double fwd_window = 0, bwd_window = 0;
-    for (size_t k = 0; k < kLayerKinds; ++k) {
-        fwd_window += as_d(scan.fullest.blocks[k]) * rates.fwd_window_s[k];
-        bwd_window += as_d(scan.fullest.blocks[k]) * rates.bwd_window_s[k];
-    }
-    for (const auto& [held, b] : {std::pair{scan.fullest.embedding, &lc.embedding}, std::pair{scan.fullest.head, &lc.head}})
-        if (held) {
-            fwd_window += b->fwd_wall_s;
-            bwd_window += b->bwd_wall_s + b->recompute_s;
-        }
-    const double layers = std::max(1.0, as_d(scan.fullest.layers));
+    const double fwd_window = f.fwd_wall_s, bwd_window = f.bwd_wall_s;
+    const double layers = std::max(1.0, f.layers);
     // What hides still slows the compute (NCCL kernels take SMs and HBM bandwidth).
     const double slow = sys.eff.overlap_interference;
     const int64_t vp = p.pp > 1 ? p.vp : 1;
@@ -420,7 +422,7 @@ double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const L
     double total = lc.embedding.total_s() + lc.head.total_s();
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
         if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
-    const double mb = std::ceil(as_d(c.training.global_batch) / as_d(p.dp * p.microbatch));
+    const double mb = microbatches_per_step(c.training, p);
     return mb * total / as_d(p.pp);
 }
 
@@ -429,7 +431,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const TrainingSpec& t = c.training;
     TrainResult r;
     r.gpus = p.gpus();
-    const double mb = std::ceil(as_d(t.global_batch) / as_d(p.dp * p.microbatch));
+    const double mb = microbatches_per_step(t, p);
     r.microbatches = static_cast<int64_t>(mb);
     const double pp = as_d(p.pp);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
@@ -454,11 +456,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     TrainBreakdown& bd = r.breakdown;
     schedule(slowest, mb, pp, vp, bd, r.link);
     pipeline_p2p(c, p, spans, slowest, mb, vp, bd, r.link);
-    data_parallel_sync(c, p, spans, scan, rates, lc, mb, bd, r.link);
+    data_parallel_sync(c, p, spans, scan.fullest, mb, bd, r.link);
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
-    const StageFigures& fullest = scan.fullest_figures;
+    const StageFigures& fullest = scan.fullest;
     const double local = p.zero >= 1 ? zero_shard(fullest.trained, fullest.trained_experts, p) : fullest.trained;
     bd.optimizer_s = memory_time_s(local * (bytes_per_element(t.grad_precision) + 2.0 * t.optimizer_state_bytes_per_param +
                                             stored_weight_bytes(t.precision)),
@@ -508,7 +510,7 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
     const StageSplit& split = cut.split;
     const LayerCosts lc = cost_layers(c, p);
     const StageRates rates = stage_rates(c.model, count_params(c.model, c.training.lora), p, c.training, lc);
-    const double mb = std::ceil(as_d(c.training.global_batch) / as_d(p.dp * p.microbatch));
+    const double mb = microbatches_per_step(c.training, p);
     for (int64_t g = 0; g < split.pp; ++g) {
         StageReport s;
         s.gpu = g;
