@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(SmallSpaces, ServeSearchVsBruteForce,
                          ::testing::Values(Space{"NoTargets", 4, 0, 0, 2e6}, Space{"TpotOnly", 4, 0, 2e-6, 2e6},
                                            Space{"TtftOnly", 2, 3e-6, 0, 2e6}, Space{"Both", 4, 4e-6, 1.5e-6, 2e6},
                                            Space{"Impossible", 2, 1e-12, 1e-12, 2e6}, Space{"Roomy", 4, 0, 0, 8e6}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(ServeSearch, ParetoFrontIsNotDominated) {
     const ModelSpec m = testing::tiny_llama(4);

@@ -329,15 +329,11 @@ void require_divides(int64_t d, int64_t n, const std::string& path, const std::s
 
 // Layout rules shared by train and infer: how a model can be cut.
 void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
-    require_divides(p.tp, m.heads, "parallel.tp", "model.heads");
-    if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-        fail("parallel.tp", std::to_string(p.tp), fmt::format("must divide model.kv_heads ({}) or be a multiple of it", m.kv_heads));
-    for (const LayerKind k : layer_kinds(m))
-        require_divides(p.tp, k == LayerKind::moe ? m.moe.expert_ffn_hidden : m.ffn_hidden, "parallel.tp",
-                        k == LayerKind::moe ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden");
-    if (m.moe.enabled() && m.moe.shared_experts > 0)
-        require_divides(p.tp, m.moe.shared_experts * m.moe.shared_expert_ffn_hidden, "parallel.tp",
-                        "model.moe.shared_experts * shared_expert_ffn_hidden");
+    const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp);
+    if (!bad) return;
+    if (bad->multiple_ok)
+        fail("parallel.tp", std::to_string(p.tp), fmt::format("must divide {} ({}) or be a multiple of it", bad->field, bad->width));
+    require_divides(p.tp, bad->width, "parallel.tp", std::string(bad->field));
 }
 
 // `auto` becomes default_split; explicit first/last stage layers are Megatron's uneven split,

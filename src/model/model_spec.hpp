@@ -102,6 +102,16 @@ int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end
 // The kinds the model holds, dense first.
 std::vector<LayerKind> layer_kinds(const ModelSpec& m);
 
+// Why tensor parallelism of degree tp cannot cut model m: the field whose width tp must divide,
+// that width, and whether a multiple of it also works (K/V heads replicate when fewer than the
+// ranks). nullopt: tp cuts every head and FFN evenly. train, search and serve-search all use it.
+struct TpMisfit {
+    std::string_view field;
+    int64_t width = 0;
+    bool multiple_ok = false;
+};
+std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp);
+
 // Parameters of one block of a kind.
 struct LayerParams {
     double total = 0;    // all experts for MoE

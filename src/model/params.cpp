@@ -45,6 +45,22 @@ int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end
     return k == LayerKind::moe ? moe : (end - begin) - moe;
 }
 
+std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
+    if (m.heads % tp != 0) return TpMisfit{"model.heads", m.heads, false};
+    if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) return TpMisfit{"model.kv_heads", m.kv_heads, true};
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe}) {
+        if (count_layers(m, k, 0, m.layers) == 0) continue;
+        const bool moe = k == LayerKind::moe;
+        const int64_t f = moe ? m.moe.expert_ffn_hidden : m.ffn_hidden;
+        if (f % tp != 0) return TpMisfit{moe ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden", f, false};
+    }
+    if (m.moe.enabled() && m.moe.shared_experts > 0) {
+        const int64_t f = m.moe.shared_experts * m.moe.shared_expert_ffn_hidden;
+        if (f % tp != 0) return TpMisfit{"model.moe.shared_experts * shared_expert_ffn_hidden", f, false};
+    }
+    return std::nullopt;
+}
+
 std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
     std::vector<LayerKind> out;
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe})

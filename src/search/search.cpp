@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <limits>
 #include <mutex>
-#include <numeric>
 #include <thread>
 #include <tuple>
 
@@ -20,6 +19,8 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kMaxSearchGpus = int64_t{1} << 24;
 constexpr size_t kMaxGpuCounts = 256;
 
+}  // namespace
+
 std::vector<int64_t> divisors(int64_t n) {
     std::vector<int64_t> low, high;
     for (int64_t d = 1; d * d <= n; ++d)
@@ -30,6 +31,8 @@ std::vector<int64_t> divisors(int64_t n) {
     low.insert(low.end(), high.rbegin(), high.rend());
     return low;
 }
+
+namespace {
 
 bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || *fixed == v; }
 
@@ -62,7 +65,6 @@ struct Plan {
     std::vector<Interleave> vps;
     std::vector<int64_t> zeros;
     std::vector<Task> tasks;
-    Offload offload = Offload::none;
     int64_t candidates = 0, pruned_domain = 0;
 };
 
@@ -98,22 +100,16 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     const int64_t n = o.gpus;
     const int64_t gb = c.training.global_batch;
     Plan plan;
-    plan.offload = f.offload;
     for (int64_t z = 0; z <= 3; ++z)
         if (allowed(f.zero, z)) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
-    // Every kind of block must split evenly: the FFN width of each kind present.
-    int64_t ffn = 0;
-    for (const LayerKind k : layer_kinds(m)) ffn = std::gcd(ffn, k == LayerKind::moe ? m.moe.expert_ffn_hidden : m.ffn_hidden);
 
     struct Group {
         size_t begin, end;
     };
     std::vector<Group> groups;
     for (int64_t tp : divisors(n)) {
-        // The tensor-parallel rules of `scalemodel train` (check_tensor_parallel).
-        if (!allowed(f.tp, tp) || m.heads % tp != 0 || ffn % tp != 0) continue;
-        if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) continue;
+        if (!allowed(f.tp, tp) || tensor_parallel_misfit(m, tp)) continue;
         for (int64_t cp : divisors(n / tp)) {
             if (!allowed(f.cp, cp) || m.seq_len % cp != 0) continue;
             for (int64_t ep : expert_degrees) {
@@ -233,7 +229,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
     p.sequence_parallel = t.sp;
     p.recompute = t.recompute;
     p.microbatch = t.microbatch;
-    p.offload = plan.offload;
+    p.offload = f.offload;
     std::optional<LayerCosts> costs;  // one cost_layers per key, only if some layout needs it
     for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
         const Shape& s = plan.shapes[i];

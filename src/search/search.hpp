@@ -40,6 +40,8 @@ struct LayoutConstraints {
     int64_t first_stage_layers = 0, last_stage_layers = 0;
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);
+// The positive divisors of n, ascending: the degrees a dimension of n GPUs can take.
+std::vector<int64_t> divisors(int64_t n);
 
 struct SearchOptions {
     int64_t gpus = 1;

@@ -2,25 +2,16 @@
 
 #include <algorithm>
 
+#include "search/search.hpp"
+
 namespace sm {
 
 namespace {
 
-std::vector<int64_t> divisors(int64_t n) {
-    std::vector<int64_t> d;
-    for (int64_t i = 1; i <= n; ++i)
-        if (n % i == 0) d.push_back(i);
-    return d;
-}
-
-// The cuts check_inference_layout accepts (scenario.cpp): tp divides the heads and each kind's
-// FFN and divides or is a multiple of the KV heads; pp divides the layers; ep divides the
-// experts and dp.
+// The cuts check_inference_layout accepts (scenario.cpp): tp cuts the model
+// (tensor_parallel_misfit); pp divides the layers; ep divides the experts and dp.
 bool valid_cut(const ModelSpec& m, const ParallelConfig& p) {
-    if (m.heads % p.tp != 0 || (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)) return false;
-    for (const LayerKind k : layer_kinds(m))
-        if ((k == LayerKind::moe ? m.moe.expert_ffn_hidden : m.ffn_hidden) % p.tp != 0) return false;
-    if (m.layers % p.pp != 0) return false;
+    if (tensor_parallel_misfit(m, p.tp) || m.layers % p.pp != 0) return false;
     if (p.ep > 1 && (!m.moe.enabled() || m.moe.experts % p.ep != 0 || p.dp % p.ep != 0)) return false;
     return true;
 }
