@@ -95,6 +95,17 @@ run sweep "$SRC/examples/infer-llama2-70b-h100.json" --mode infer --vary inferen
     expect "infer sweep text" grep -q 'tpot_s' "$TMP/o"
 run sweep "$S" --mode search --gpus 512 --vary system.scale_out.bw_bytes_per_s=25e9,50e9 --format csv &&
     expect "search sweep has layouts" grep -q '^25000000000,ok,,' "$TMP/o"
+# The GPU count varied: each point's best layout spans exactly its count; a bad count is that
+# point's error; outside search mode, or with --gpus too, the flag is refused.
+run sweep "$S" --mode search --vary gpus=256,512,0 --format csv &&
+    expect "gpus varied per point" python3 -c "
+import csv; rows=list(csv.reader(open('$TMP/o'))); h=rows[0]
+c={k: h.index('parallel.'+k) for k in ('tp','pp','dp','cp')}
+assert [r[0] for r in rows[1:]] == ['256','512','0'], rows
+for r in rows[1:3]: assert r[1] == 'ok' and int(r[c['tp']])*int(r[c['pp']])*int(r[c['dp']])*int(r[c['cp']]) == int(r[0]), r
+assert rows[3][1] == 'error' and rows[3][2].startswith('gpus: '), rows[3]"
+refuse "--vary" sweep "$S" --vary gpus=256
+refuse "--vary" sweep "$S" --mode search --gpus 512 --vary gpus=256
 
 # --- attribute: factors multiply to the ratio ---
 run attribute "$T" --to "$TMP/h100.json" --format json &&

@@ -19,7 +19,7 @@ Runner add_sweep(CLI::App& app, const Cluster& cluster) {
     add_study_options(cmd, *o, {"train", "infer", "search"});
     cmd->add_option("--vary", o->vary,
                     "PATH=LIST (repeatable): a,b,c | START:STOP:xF (geometric) | START:STOP:+S (arithmetic) | preset "
-                    "names (or `all`) for system.preset / model.preset")
+                    "names (or `all`) for system.preset / model.preset; PATH `gpus`: the GPU count (--mode search)")
         ->required()
         ->take_all();
     return [cmd, o, cluster]() -> int {
@@ -28,6 +28,11 @@ Runner add_sweep(CLI::App& app, const Cluster& cluster) {
         for (const std::string& spec : o->vary) {
             auto v = parse_vary(spec);
             if (!v) return bad_input(v.error());
+            if (v->path == "gpus") {
+                if (o->mode != "search") return bad_input({"--vary", quote_input(spec), "gpus varies the GPU count of --mode search only"});
+                if (!o->gpus.empty()) return bad_input({"--vary", quote_input(spec), "the GPU count is either --gpus N or varied, not both"});
+                o->gpus_varied = true;
+            }
             vs.push_back(std::move(v).value());
         }
         auto points = grid_points(vs);

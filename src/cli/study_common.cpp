@@ -52,13 +52,13 @@ Expected<StudySetup> setup_study(const StudyArgs& a, const Cluster& cluster) {
         if (mode != StudyMode::search) return InputError{"--gpus", quote_input(a.gpus), "applies to --mode search only"};
         auto counts = parse_gpu_counts(a.gpus);
         if (!counts) return counts.error();
-        if (counts->size() != 1) return InputError{"--gpus", quote_input(a.gpus), "one GPU count per study (vary it with --vary)"};
+        if (counts->size() != 1) return InputError{"--gpus", quote_input(a.gpus), "one GPU count per study (sweep: --vary gpus=LIST)"};
         o.gpus = counts->front();
     }
     if (mode == StudyMode::search) {
         if (auto missing = missing_training_workload(st.base)) return *missing;
         const auto& g = st.base.parallel_given;
-        if (o.gpus == 0 && !(g.count("tp") && g.count("pp") && g.count("dp") && g.count("cp")))
+        if (o.gpus == 0 && !a.gpus_varied && !(g.count("tp") && g.count("pp") && g.count("dp") && g.count("cp")))
             return InputError{"--gpus", "nothing", "--mode search needs a GPU count unless parallel.tp, pp, dp and cp are all given"};
     }
     // The cores of this machine are shared by the ranks on it.

@@ -24,6 +24,7 @@ struct StudyArgs {
     unsigned threads = 0;
     bool cross_domain_tp = false;
     bool no_progress = false;
+    bool gpus_varied = false;  // sweep's `--vary gpus=...`: each point brings its GPU count
 };
 
 // Registers SCENARIO, --set, --mode (one of `modes`), --gpus, --objective, --threads,

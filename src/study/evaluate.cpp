@@ -106,9 +106,32 @@ PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) 
 
 }  // namespace
 
-PointOutcome evaluate_point(const Expected<Json>& doc, const StudyOptions& o, unsigned search_threads) {
-    if (!doc) return {PointStatus::error, {}, doc.error().message(), 0};
-    Expected<Scenario> built = build_scenario(doc.value(), purpose_of(o.mode));
+namespace {
+
+// A sweep may vary the GPU count itself (`--vary gpus=...`): the point's document then carries a
+// top-level `gpus`, read by --gpus's rules and taken out before the scenario is read.
+Expected<int64_t> point_gpus(Json& doc, const StudyOptions& o) {
+    if (!doc.is_object() || !doc.contains("gpus")) return o.gpus;
+    const Json g = doc["gpus"];
+    doc.erase("gpus");
+    const std::string text = g.is_number_integer() ? std::to_string(g.get<int64_t>()) : g.is_string() ? g.get<std::string>() : g.dump();
+    if (o.mode != StudyMode::search) return InputError{"gpus", quote_input(text), "varies the GPU count of --mode search only"};
+    auto counts = parse_gpu_counts(text);
+    if (!counts) return InputError{"gpus", quote_input(text), "one GPU count per point: a positive integer"};
+    if (counts->size() != 1) return InputError{"gpus", quote_input(text), "one GPU count per point"};
+    return counts->front();
+}
+
+}  // namespace
+
+PointOutcome evaluate_point(const Expected<Json>& given, const StudyOptions& options, unsigned search_threads) {
+    if (!given) return {PointStatus::error, {}, given.error().message(), 0};
+    Json doc = given.value();
+    const Expected<int64_t> gpus = point_gpus(doc, options);
+    if (!gpus) return {PointStatus::error, {}, gpus.error().message(), 0};
+    StudyOptions o = options;
+    o.gpus = gpus.value();
+    Expected<Scenario> built = build_scenario(doc, purpose_of(o.mode));
     if (!built) return {PointStatus::error, {}, built.error().message(), 0};
     Scenario s = std::move(built).value();
     switch (o.mode) {
