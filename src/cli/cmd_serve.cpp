@@ -55,6 +55,54 @@ std::string hits_csv(const ServeSearchResult& r) {
     return o;
 }
 
+Json disagg_json(const DisaggHit& h) {
+    return Json{{"prefill", hit_json(h.prefill)},
+                {"decode", hit_json(h.decode)},
+                {"prefill_instances", h.prefill_instances},
+                {"decode_instances", h.decode_instances},
+                {"gpus_used", h.gpus},
+                {"kv_transfer_s", h.kv_transfer_s},
+                {"requests_per_s", h.requests_per_s},
+                {"ttft_s", h.ttft_s},
+                {"tpot_s", h.tpot_s},
+                {"output_tokens_per_s_per_gpu", h.output_tokens_per_s_per_gpu},
+                {"output_tokens_per_s_per_user", h.output_tokens_per_s_per_user}};
+}
+
+std::string disagg_csv(const DisaggResult& d) {
+    std::string o = csv_line({"prefill_instances", "prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep", "prefill_concurrency",
+                              "decode_instances", "decode_tp", "decode_pp", "decode_dp", "decode_ep", "decode_concurrency", "gpus_used",
+                              "kv_transfer_s", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user"});
+    for (const DisaggHit& h : d.best) {
+        const ParallelConfig &p = h.prefill.layout, &q = h.decode.layout;
+        o += csv_line({std::to_string(h.prefill_instances), std::to_string(p.tp), std::to_string(p.pp), std::to_string(p.dp),
+                       std::to_string(p.ep), std::to_string(h.prefill.point.concurrency), std::to_string(h.decode_instances),
+                       std::to_string(q.tp), std::to_string(q.pp), std::to_string(q.dp), std::to_string(q.ep),
+                       std::to_string(h.decode.point.concurrency), std::to_string(h.gpus), csv_number(h.kv_transfer_s),
+                       csv_number(h.ttft_s), csv_number(h.tpot_s), csv_number(h.output_tokens_per_s_per_gpu),
+                       csv_number(h.output_tokens_per_s_per_user)});
+    }
+    return o;
+}
+
+std::string disagg_text(const DisaggResult& d, const ServeSearchResult& agg) {
+    std::string o = fmt::format("\nDisaggregated prefill/decode (xPyD) under the targets: {} prefill points, {} decode layouts\n",
+                                d.prefill_points, d.decode_points);
+    if (d.best.empty()) return o + "  none: no pairing of pools meets the targets in memory\n";
+    o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "prefill xP", "C", "decode yD", "C",
+                     "GPUs", "KV move", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user");
+    auto inst = [](int64_t n, const ParallelConfig& p) { return fmt::format("{}x tp{}pp{}dp{}", n, p.tp, p.pp, p.dp); };
+    for (const DisaggHit& h : d.best)
+        o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10.1f} {:>10.1f}\n", inst(h.prefill_instances, h.prefill.layout),
+                         h.prefill.point.concurrency, inst(h.decode_instances, h.decode.layout), h.decode.point.concurrency, h.gpus,
+                         seconds(h.kv_transfer_s), seconds(h.ttft_s), seconds(h.tpot_s), h.output_tokens_per_s_per_gpu,
+                         h.output_tokens_per_s_per_user);
+    if (!agg.best.empty())
+        o += fmt::format("  best disaggregated / best aggregated: {:.2f}x tokens/s/GPU\n",
+                         d.best.front().output_tokens_per_s_per_gpu / agg.best.front().point.output_tokens_per_s_per_gpu);
+    return o;
+}
+
 std::string hits_text(const Scenario& s, int64_t gpus, const ServeTargets& t, const ServeSearchResult& r) {
     auto target = [](double x) { return x > 0 ? seconds(x) : std::string("none"); };
     std::string o = fmt::format("Serving search: {} on {} x {} ({}), {} in / {} out; targets TTFT {}, TPOT {}\n",
@@ -90,6 +138,7 @@ Runner add_serve_search(CLI::App& app) {
         int64_t gpus = 0;
         size_t top = 10;
         bool no_progress = false;
+        bool disaggregated = false;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand(
@@ -102,6 +151,8 @@ Runner add_serve_search(CLI::App& app) {
     cmd->add_option("--top", o->top, "configurations to list")->check(CLI::Range(size_t{1}, size_t{1000}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
+    cmd->add_flag("--disaggregated", o->disaggregated,
+                  "also search separate prefill and decode pools (xPyD) within --gpus, the KV cache moved between them");
     return [cmd, o]() -> int {
         if (!cmd->parsed()) return -1;
         auto s = load(o->scenario, o->sets, Purpose::infer);
@@ -120,11 +171,18 @@ Runner add_serve_search(CLI::App& app) {
         const ServeSearchResult r =
             serve_search({s->model, s->system, s->inference}, gpus, t, o->top, bar ? std::function<void(int64_t, int64_t)>(progress) : nullptr);
         if (bar) std::cerr << "\r\033[K" << std::flush;
-        const Json j = result_json(*s, gpus, t, r);
+        Json j = result_json(*s, gpus, t, r);
+        std::optional<DisaggResult> d;
+        if (o->disaggregated) {
+            d = disaggregated_search({s->model, s->system, s->inference}, gpus, t, o->top);
+            Json list = Json::array();
+            for (const DisaggHit& h : d->best) list.push_back(disagg_json(h));
+            j["disaggregated"] = list;
+        }
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(j);
-            case Format::csv: return emit_checked(j, hits_csv(r));
-            case Format::text: return emit_checked(j, hits_text(*s, gpus, t, r));
+            case Format::csv: return emit_checked(j, d ? disagg_csv(*d) : hits_csv(r));
+            case Format::text: return emit_checked(j, hits_text(*s, gpus, t, r) + (d ? disagg_text(*d, r) : std::string()));
         }
         return kExitOk;
     };

@@ -34,9 +34,11 @@ double tokens_per_decode_step(const InferenceSpec& s) {
 
 namespace {
 
-Flow flow(const InferenceSpec& s, int64_t concurrency) {
-    const double in = as_d(s.input_len);
-    const double decode_steps = as_d(s.output_len - 1) / tokens_per_decode_step(s);
+Flow flow(const InferenceSpec& s, int64_t concurrency, ServeRole role) {
+    // A prefill engine's requests leave with their first token; a decode engine's arrive with
+    // their prompt already cached.
+    const double in = role == ServeRole::decode ? 0.0 : as_d(s.input_len);
+    const double decode_steps = role == ServeRole::prefill ? 0.0 : as_d(s.output_len - 1) / tokens_per_decode_step(s);
     const double chunk = as_d(s.prefill_chunk_tokens);
     const double own = decode_steps + std::ceil(in / chunk);
     const double queued = as_d(concurrency) * in / chunk;
@@ -59,42 +61,45 @@ LayerShape tokens_shape(const ParallelConfig& p, const InferenceSpec& s, double 
     return t;
 }
 
-double kv_tokens_per_request(const InferenceSpec& s) {
-    // A request's context grows from I to I + O over its life: I + O/2 on average, held in whole blocks.
+double kv_tokens_per_request(const InferenceSpec& s, ServeRole role) {
+    // A request's context grows from I to I + O over its life: I + O/2 on average, held in whole
+    // blocks; a prefill engine holds the prompt's I until the cache leaves.
     const double block = as_d(s.kv_block_tokens);
-    return std::ceil((as_d(s.input_len) + as_d(s.output_len) / 2.0) / block) * block;
+    const double tokens = role == ServeRole::prefill ? as_d(s.input_len) : as_d(s.input_len) + as_d(s.output_len) / 2.0;
+    return std::ceil(tokens / block) * block;
 }
 
 }  // namespace
 
-InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency) {
+InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
     const InferenceSpec& s = c.inference;
-    const Flow f = flow(s, concurrency);
+    const Flow f = flow(s, concurrency, role);
     const double mb = as_d(micro_batches(p, concurrency));
     InferMemory mem;
     mem.weights_bytes = weight_params_per_gpu(c.model, p) * bytes_per_element(s.weight_precision);
     mem.overhead_bytes = s.framework_overhead_bytes;
     InferenceSpec all = s;
     all.batch = concurrency;  // every request in flight keeps its cache on every stage
-    mem.kv_cache_bytes = kv_cache_bytes_per_gpu(c.model, p, all, kv_tokens_per_request(s));
+    mem.kv_cache_bytes = kv_cache_bytes_per_gpu(c.model, p, all, kv_tokens_per_request(s, role));
     // The largest step: a micro-batch's decode tokens beside a whole chunk of prompt.
-    const double chunk = std::max(f.prefill, as_d(std::min(s.input_len, s.prefill_chunk_tokens)));
+    const double chunk = role == ServeRole::decode ? 0.0 : std::max(f.prefill, as_d(std::min(s.input_len, s.prefill_chunk_tokens)));
     mem.activations_bytes = activation_bytes(c, p, tokens_shape(p, s, (f.decode + chunk) / mb));
     mem.peak_bytes_per_gpu = mem.weights_bytes + mem.overhead_bytes + mem.kv_cache_bytes + mem.activations_bytes;
     return mem;
 }
 
-ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency) {
+ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
     const InferenceSpec& s = c.inference;
-    const Flow f = flow(s, concurrency);
+    const Flow f = flow(s, concurrency, role);
     ServingPoint r;
+    r.role = role;
     r.concurrency = concurrency;
     r.micro_batches = micro_batches(p, concurrency);
     r.steps_per_request = f.steps;
     r.decode_tokens = f.decode;
     r.prefill_tokens = f.prefill;
     r.prefill_bound = f.prefill_bound;
-    r.kv_tokens_per_request = kv_tokens_per_request(s);
+    r.kv_tokens_per_request = kv_tokens_per_request(s, role);
     r.gpus = p.tp * p.pp * p.dp;
 
     // One micro-batch's step: with pp stages, pp micro-batches move through the pipeline at
@@ -109,7 +114,10 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     prompt.kv_len = as_d(s.input_len);  // over a whole prompt, its chunks see I/2 keys each on average
     prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
     const std::array<LayerShape, 2> cores{decode, prompt};
-    r.step = mixed_pass_cost(c, p, tokens, cores, (f.decode * verify + f.started) / mb);
+    // The head samples each decoding request's tokens and each finished prompt's first token
+    // (a decode engine gets that one with the cache).
+    const double sampled = f.decode * verify + (role == ServeRole::decode ? 0.0 : f.started);
+    r.step = mixed_pass_cost(c, p, tokens, cores, sampled / mb);
     if (s.speculative_tokens > 0 && f.decode > 0) {
         // Drafting: k MTP passes one after another, each one block and the head over the
         // decoding requests.
@@ -127,16 +135,21 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     }
     r.step_s = r.step.total_s();
 
-    const double host = c.system.eff.host_request_overhead_s;
+    // The fixed per-request host cost is paid once, where the request enters (not by a decode pool).
+    const double host = role == ServeRole::decode ? 0.0 : c.system.eff.host_request_overhead_s;
     const double e = tokens_per_decode_step(s);
-    r.tpot_s = r.step_s / e;
-    r.ttft_s = (f.steps - as_d(s.output_len - 1) / e) * r.step_s + host;
+    const double decode_steps = role == ServeRole::prefill ? 0.0 : as_d(s.output_len - 1) / e;
+    r.tpot_s = role == ServeRole::prefill ? 0.0 : r.step_s / e;
+    r.ttft_s = role == ServeRole::decode ? 0.0 : (f.steps - decode_steps) * r.step_s + host;
     r.e2e_latency_s = f.steps * r.step_s + host;
-    // Little's law: C requests in flight, each living e2e seconds, yield O tokens each.
-    r.output_tokens_per_s = as_d(p.dp) * as_d(concurrency) * as_d(s.output_len) / r.e2e_latency_s;
+    // Little's law: C requests in flight, each living e2e seconds; each yields O tokens (a prefill
+    // engine's the first, a decode engine's the other O - 1).
+    r.requests_per_s = as_d(p.dp) * as_d(concurrency) / r.e2e_latency_s;
+    const int64_t yielded = role == ServeRole::both ? s.output_len : role == ServeRole::prefill ? 1 : s.output_len - 1;
+    r.output_tokens_per_s = r.requests_per_s * as_d(yielded);
     r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / as_d(r.gpus);
-    r.output_tokens_per_s_per_user = 1.0 / r.tpot_s;
-    r.memory = serving_memory(c, p, concurrency);
+    r.output_tokens_per_s_per_user = role == ServeRole::prefill ? 0.0 : 1.0 / r.tpot_s;
+    r.memory = serving_memory(c, p, concurrency, role);
     r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes;
     return r;
 }
@@ -152,20 +165,23 @@ int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit)
     return lo;
 }
 
-int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p) {
+int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p, ServeRole role) {
     // Memory grows with C (more caches, never fewer tokens per step): bisect.
-    auto fits = [&](int64_t n) { return serving_memory(c, p, n).peak_bytes_per_gpu <= c.system.accel.memory_bytes; };
+    auto fits = [&](int64_t n) { return serving_memory(c, p, n, role).peak_bytes_per_gpu <= c.system.accel.memory_bytes; };
     return largest_on_prefix(fits, int64_t{1} << 24);
 }
 
-std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit) {
+std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit, ServeRole role) {
     const InferenceSpec& s = c.inference;
     std::vector<int64_t> out;
     for (int64_t n = 1; n < limit; n *= 2) out.push_back(n);
     out.push_back(limit);
+    std::sort(out.begin(), out.end());
+    if (role == ServeRole::decode) return out;  // no prompts: nothing queues
     // flow(): prompts start to queue where C I / chunk exceeds (O - 1) + ceil(I / chunk).
     const double chunk = as_d(s.prefill_chunk_tokens);
-    const double own = as_d(s.output_len - 1) / tokens_per_decode_step(s) + std::ceil(as_d(s.input_len) / chunk);
+    const double decode_steps = role == ServeRole::prefill ? 0.0 : as_d(s.output_len - 1) / tokens_per_decode_step(s);
+    const double own = decode_steps + std::ceil(as_d(s.input_len) / chunk);
     const double knee = own * chunk / as_d(s.input_len);
     for (const double k : {std::floor(knee), std::ceil(knee)})
         if (k >= 1 && k < as_d(limit)) out.push_back(static_cast<int64_t>(k));

@@ -12,7 +12,13 @@
 
 namespace sm {
 
+// What part of a request an engine runs: all of it (aggregated serving), only the prompt (a
+// disaggregated prefill pool: a request leaves with its first token and its KV cache), or only
+// the decode (the cache arrives from a prefill pool, with the first token).
+enum class ServeRole { both, prefill, decode };
+
 struct ServingPoint {
+    ServeRole role = ServeRole::both;
     int64_t concurrency = 0;        // requests in flight per replica (closed loop: a finished one is replaced)
     int64_t micro_batches = 1;      // min(pp, concurrency): the in-flight set split over the stages
     double steps_per_request = 0;   // engine steps from arrival to the last token
@@ -27,6 +33,7 @@ struct ServingPoint {
     double output_tokens_per_s = 0;          // all dp replicas
     double output_tokens_per_s_per_gpu = 0;
     double output_tokens_per_s_per_user = 0; // 1 / tpot
+    double requests_per_s = 0;      // requests finished per second, all dp replicas (prefill: prompts)
     int64_t gpus = 0;
     PassCost step;                  // one micro-batch's step through the whole model
     InferMemory memory;             // KV cache: every request at its average footprint
@@ -40,14 +47,16 @@ double tokens_per_decode_step(const InferenceSpec& s);
 int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit);
 
 // The steady state at `concurrency` (>= 1) requests in flight per replica.
-ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency);
+// A prefill engine's TTFT is its own (queue + chunks + host); a decode engine's is 0 and its
+// output counts the O - 1 tokens after the first.
+ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role = ServeRole::both);
 // Memory of that steady state on one GPU (weights, KV blocks, the largest step's activations).
-InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency);
+InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role = ServeRole::both);
 // The largest concurrency whose memory fits (0: not even one request).
-int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p);
+int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p, ServeRole role = ServeRole::both);
 // The concurrencies worth evaluating up to `limit`: powers of two, the limit, and the two either
 // side of where prompts start to queue (beyond it throughput stops growing).
-std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit);
+std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit, ServeRole role = ServeRole::both);
 // The highest output tokens/s/GPU over the concurrencies that fit (the smallest such C on ties);
 // nullopt when not even one request fits.
 std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p);

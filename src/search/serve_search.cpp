@@ -1,6 +1,7 @@
 #include "search/serve_search.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "search/search.hpp"
 
@@ -102,6 +103,151 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
     std::sort(r.best.begin(), r.best.end(), better);
     if (r.best.size() > top_k) r.best.resize(top_k);
     r.pareto = pareto_front(std::move(all));
+    return r;
+}
+
+double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain) {
+    InferenceSpec one = c.inference;
+    one.batch = 1;
+    const double prompt = static_cast<double>(c.inference.input_len);
+    const double shard = std::max(kv_cache_bytes_per_gpu(c.model, prefill, one, prompt), kv_cache_bytes_per_gpu(c.model, decode, one, prompt));
+    const LinkLevel& link = within_domain ? c.system.scale_up : c.system.scale_out;
+    return link.latency_s + shard / link.effective_bw();
+}
+
+std::vector<int64_t> instance_sizes(int64_t gpus) {
+    std::vector<int64_t> out = divisors(gpus);
+    for (int64_t g = 1; g < gpus; g *= 2) out.push_back(g);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    out.erase(std::remove_if(out.begin(), out.end(), [&](int64_t g) { return g >= gpus; }), out.end());
+    return out;
+}
+
+namespace {
+
+// Every point of one pool: each layout of each instance size at each concurrency worth trying
+// (and the largest meeting the pool's own target), kept when it fits and meets that target.
+// `ttft_budgets`: for a prefill pool, the TTFT targets left after each possible KV transfer (the
+// largest concurrency meeting each is tried).
+std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole role, const ServeTargets& t,
+                                  const std::vector<double>& ttft_budgets = {}) {
+    std::vector<ServeHit> out;
+    for (const int64_t g : instance_sizes(gpus))
+        for (const ParallelConfig& p : serving_layouts(c.model, c.system, g)) {
+            const int64_t limit = max_concurrency_that_fits(c, p, role);
+            if (limit == 0) continue;
+            auto ok = [&](const ServingPoint& pt) {
+                return pt.fits_in_memory && (role == ServeRole::prefill ? t.ttft_s <= 0 || pt.ttft_s <= t.ttft_s
+                                                                        : t.tpot_s <= 0 || pt.tpot_s <= t.tpot_s);
+            };
+            std::vector<int64_t> tries = concurrency_candidates(c, limit, role);
+            tries.push_back(largest_on_prefix([&](int64_t n) { return ok(serve_at(c, p, n, role)); }, limit));
+            for (const double budget : ttft_budgets)
+                tries.push_back(largest_on_prefix(
+                    [&](int64_t n) {
+                        const ServingPoint pt = serve_at(c, p, n, role);
+                        return ok(pt) && pt.ttft_s <= budget;
+                    },
+                    limit));
+            std::sort(tries.begin(), tries.end());
+            tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
+            for (const int64_t n : tries) {
+                if (n < 1) continue;
+                ServeHit h{p, serve_at(c, p, n, role)};
+                if (ok(h.point)) out.push_back(h);
+            }
+        }
+    return out;
+}
+
+// A pairing before it is kept: what ranking needs, the pools by index.
+struct Pairing {
+    size_t prefill = 0, decode = 0;
+    int64_t x = 0, y = 0, gpus = 0;
+    double transfer_s = 0, requests_per_s = 0, ttft_s = 0, per_gpu = 0;
+};
+
+bool pairing_better(const Pairing& a, const Pairing& b) {
+    if (a.per_gpu != b.per_gpu) return a.per_gpu > b.per_gpu;
+    if (a.ttft_s != b.ttft_s) return a.ttft_s < b.ttft_s;
+    if (a.gpus != b.gpus) return a.gpus < b.gpus;
+    if (a.prefill != b.prefill) return a.prefill < b.prefill;
+    if (a.decode != b.decode) return a.decode < b.decode;
+    return a.x < b.x;
+}
+
+}  // namespace
+
+DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k) {
+    DisaggResult r;
+    std::vector<ServeHit> decode = pool_points(c, gpus, ServeRole::decode, targets);
+    // A decode pool is judged by its rate per GPU alone (TTFT does not depend on it beyond the
+    // transfer): keep each layout's best point.
+    auto same = [](const ServeHit& a, const ServeHit& b) { return !layout_before(a.layout, b.layout) && !layout_before(b.layout, a.layout); };
+    std::sort(decode.begin(), decode.end(), [&](const ServeHit& a, const ServeHit& b) {
+        if (!same(a, b)) return layout_before(a.layout, b.layout);
+        return a.point.requests_per_s > b.point.requests_per_s;
+    });
+    decode.erase(std::unique(decode.begin(), decode.end(), same), decode.end());
+    const bool within = gpus <= c.system.used_per_domain();
+    // TTFT includes the transfer, which depends on the pairing: a prefill pool is tried at the
+    // largest concurrency meeting what each transfer leaves of the target.
+    std::vector<double> budgets;
+    if (targets.ttft_s > 0)
+        for (const int64_t g : instance_sizes(gpus))
+            for (const ParallelConfig& pf : serving_layouts(c.model, c.system, g))
+                for (const ServeHit& dc : decode) budgets.push_back(targets.ttft_s - kv_transfer_s(c, pf, dc.layout, within));
+    std::sort(budgets.begin(), budgets.end());
+    budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+    const std::vector<ServeHit> prefill = pool_points(c, gpus, ServeRole::prefill, targets, budgets);
+    r.prefill_points = static_cast<int64_t>(prefill.size());
+    r.decode_points = static_cast<int64_t>(decode.size());
+    const double out_len = static_cast<double>(c.inference.output_len);
+    std::vector<Pairing> all;
+    for (size_t i = 0; i < prefill.size(); ++i)
+        for (size_t j = 0; j < decode.size(); ++j) {
+            const ServingPoint& pf = prefill[i].point;
+            const ServingPoint& dc = decode[j].point;
+            const double transfer = kv_transfer_s(c, prefill[i].layout, decode[j].layout, within);
+            if (targets.ttft_s > 0 && pf.ttft_s + transfer > targets.ttft_s) continue;
+            // The best instance counts of this pair: x prefill instances with enough decode
+            // instances to keep up with them, or as many as the budget leaves.
+            std::optional<Pairing> best;
+            for (int64_t x = 1; x * pf.gpus + dc.gpus <= gpus; ++x) {
+                // Per GPU, the rate min(x P, y D) / (x gp + y gd) rises with y while the decode
+                // pool is the slower and falls after: the best y is either side of x P / D.
+                const double rate_p = static_cast<double>(x) * pf.requests_per_s;
+                const double even = rate_p / dc.requests_per_s;
+                const int64_t most = (gpus - x * pf.gpus) / dc.gpus;
+                for (const double side : {std::floor(even), std::ceil(even)}) {
+                    const int64_t y = std::clamp<int64_t>(static_cast<int64_t>(side), 1, most);
+                    Pairing q{i, j, x, y, x * pf.gpus + y * dc.gpus, transfer,
+                              std::min(rate_p, static_cast<double>(y) * dc.requests_per_s), pf.ttft_s + transfer, 0};
+                    q.per_gpu = q.requests_per_s * out_len / static_cast<double>(q.gpus);
+                    if (!best || pairing_better(q, *best)) best = q;
+                }
+            }
+            if (best) all.push_back(*best);
+        }
+    std::sort(all.begin(), all.end(), pairing_better);
+    // One row per pool pairing: the same instances at another prefill concurrency only differ in
+    // TTFT, and the first (the lowest at the same rate) is kept.
+    std::vector<const Pairing*> kept;
+    for (const Pairing& q : all) {
+        if (kept.size() == top_k) break;
+        const bool seen = std::any_of(kept.begin(), kept.end(), [&](const Pairing* k) {
+            const ParallelConfig &a = prefill[k->prefill].layout, &b = prefill[q.prefill].layout;
+            return k->decode == q.decode && k->x == q.x && k->y == q.y && !layout_before(a, b) && !layout_before(b, a);
+        });
+        if (!seen) kept.push_back(&q);
+    }
+    for (const Pairing* k : kept) {
+        const Pairing& q = *k;
+        const ServeHit& dc = decode[q.decode];
+        r.best.push_back({prefill[q.prefill], dc, q.x, q.y, q.gpus, q.transfer_s, q.requests_per_s, q.ttft_s, dc.point.tpot_s,
+                          q.per_gpu, dc.point.output_tokens_per_s_per_user});
+    }
     return r;
 }
 

@@ -39,4 +39,35 @@ bool better(const ServeHit& a, const ServeHit& b);
 ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k,
                                const std::function<void(int64_t, int64_t)>& progress = {});
 
+// Disaggregated serving (xPyD): x prefill instances and y decode instances, each instance a layout
+// of its own (tp x pp x dp GPUs) at its own concurrency. A prompt's KV cache moves from the
+// prefill to the decode GPUs after its first token: every GPU sends (receives) its own shard at
+// once, over the scale-up fabric when the whole budget fits in one domain, else the scale-out
+// network, and the transfer adds to TTFT (not overlapped with the prompt's layers: an upper bound).
+struct DisaggHit {
+    ServeHit prefill;  // one instance; its point's requests_per_s is the instance's rate
+    ServeHit decode;
+    int64_t prefill_instances = 0;
+    int64_t decode_instances = 0;
+    int64_t gpus = 0;              // used: x prefill + y decode instances' GPUs (at most the budget)
+    double kv_transfer_s = 0;
+    double requests_per_s = 0;     // the slower pool's rate: min(x prefill, y decode)
+    double ttft_s = 0;             // prefill TTFT + transfer
+    double tpot_s = 0;             // the decode pool's
+    double output_tokens_per_s_per_gpu = 0;
+    double output_tokens_per_s_per_user = 0;
+};
+
+struct DisaggResult {
+    std::vector<DisaggHit> best;  // meeting the targets, most tokens/s/GPU first
+    int64_t prefill_points = 0;    // prefill (layout, concurrency) points meeting TTFT alone
+    int64_t decode_points = 0;     // decode layouts with a point meeting TPOT
+};
+
+// One prompt's KV cache moved from `prefill` to `decode` instances (the slower side's shard).
+double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain);
+// Instance sizes up to gpus - 1 (the other pool needs one): powers of two and divisors of gpus.
+std::vector<int64_t> instance_sizes(int64_t gpus);
+DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k);
+
 }  // namespace sm

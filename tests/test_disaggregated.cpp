@@ -1,0 +1,171 @@
+// Disaggregated serving: a prefill engine's and a decode engine's steady states by hand, the KV
+// transfer by hand, and the xPyD search against brute force over every instance, concurrency
+// and instance count of a small budget.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+
+#include "search/serve_search.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+// The toy Llama (2 layers, h 64, 4 heads of 16, 2 KV heads) in fp16 on the round machine;
+// prompts of 100 tokens, 11 output tokens, chunks of 64, blocks of 64.
+InferenceSpec toy_workload() {
+    InferenceSpec s = testing::fp16_workload(1, 100, 11);
+    s.prefill_chunk_tokens = 64;
+    s.kv_block_tokens = 64;
+    s.framework_overhead_bytes = 0;
+    return s;
+}
+
+TEST(ServeRoles, PrefillEngineByHand) {
+    // C = 3 prompts of 100 tokens, chunks of 64: 3 x 100 / 64 = 4.6875 steps of budget against
+    // ceil(100 / 64) = 2 steps of its own: prompts queue, a lifetime is 4.6875 steps, each step
+    // a full 64-token chunk, no decode. The request leaves with its first token: TTFT is its
+    // lifetime, 3 / (4.6875 t) prompts/s, one output token each; it holds 2 blocks (128 tokens).
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.eff.host_request_overhead_s = 0.01;
+    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 3, ServeRole::prefill);
+    EXPECT_DOUBLE_EQ(r.steps_per_request, 4.6875);
+    EXPECT_DOUBLE_EQ(r.prefill_tokens, 64.0);
+    EXPECT_DOUBLE_EQ(r.decode_tokens, 0.0);
+    EXPECT_DOUBLE_EQ(r.kv_tokens_per_request, 128.0);
+    const double t = r.step_s;
+    ASSERT_GT(t, 0);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 4.6875 * t + 0.01);
+    EXPECT_DOUBLE_EQ(r.requests_per_s, 3.0 / (4.6875 * t + 0.01));
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, r.requests_per_s);
+    EXPECT_EQ(r.tpot_s, 0.0);
+}
+
+TEST(ServeRoles, DecodeEngineByHand) {
+    // C = 4 requests arriving with their caches: each decodes O - 1 = 10 tokens in 10 steps, all 4
+    // decode every step, no prompt tokens; TTFT is the prefill pool's (0 here), no host cost
+    // here (paid where the request entered); 4 / (10 t) requests/s, 10 tokens each; the cache
+    // averages I + O/2 = 105.5 tokens: 2 blocks.
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.eff.host_request_overhead_s = 0.01;
+    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 4, ServeRole::decode);
+    EXPECT_DOUBLE_EQ(r.steps_per_request, 10.0);
+    EXPECT_DOUBLE_EQ(r.decode_tokens, 4.0);
+    EXPECT_DOUBLE_EQ(r.prefill_tokens, 0.0);
+    EXPECT_DOUBLE_EQ(r.kv_tokens_per_request, 128.0);
+    const double t = r.step_s;
+    ASSERT_GT(t, 0);
+    EXPECT_EQ(r.ttft_s, 0.0);
+    EXPECT_DOUBLE_EQ(r.tpot_s, t);
+    EXPECT_DOUBLE_EQ(r.requests_per_s, 4.0 / (10.0 * t));
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 40.0 / (10.0 * t));
+    // A decode step's FLOP: 4 tokens through the weights, attention over the mean context 105.5,
+    // the head over the 4 tokens: L (2 W x 4 + 4 heads d x 4 x 105.5) + 2 h V x 4.
+    const double h = 64, d = 16, heads = 4, kv = 2, f = 128, V = 100, L = 2;
+    const double w = h * (heads + 2 * kv) * d + heads * d * h + h * 2 * f + f * h;
+    EXPECT_NEAR(r.step.flop, L * (2 * w * 4 + 4 * heads * d * 4 * 105.5) + 2 * h * V * 4, 1e-6 * r.step.flop);
+}
+
+TEST(Disaggregated, KvTransferByHand) {
+    // One prompt of 100 tokens of the toy model: (K, V) x 2 KV heads x 16 x 2 bytes = 128 bytes a
+    // token per layer. Prefill tp 1 holds all 2 layers: 2 x 100 x 128 = 25,600 bytes; decode tp 2
+    // holds half. The larger shard crosses the link: scale-up 100 GB/s + 1 us, or
+    // scale-out 10 GB/s + 5 us (the round machine).
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = testing::round_inference_system();
+    ParallelConfig one, two;
+    two.tp = 2;
+    const InferContext c{m, sys, toy_workload()};
+    EXPECT_DOUBLE_EQ(kv_transfer_s(c, one, two, true), 1e-6 + 25600.0 / 100e9);
+    EXPECT_DOUBLE_EQ(kv_transfer_s(c, two, one, false), 5e-6 + 25600.0 / 10e9);
+    EXPECT_DOUBLE_EQ(kv_transfer_s(c, two, two, false), 5e-6 + 12800.0 / 10e9);
+}
+
+TEST(Disaggregated, InstanceSizes) {
+    EXPECT_EQ(instance_sizes(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 8}));
+    EXPECT_EQ(instance_sizes(2), (std::vector<int64_t>{1}));
+}
+
+struct Budget {
+    const char* name;
+    int64_t gpus;
+    double ttft_s, tpot_s;
+};
+
+class DisaggregatedVsBruteForce : public ::testing::TestWithParam<Budget> {};
+
+TEST_P(DisaggregatedVsBruteForce, SameBestRate) {
+    const Budget b = GetParam();
+    const ModelSpec m = testing::tiny_llama(4);  // 4 layers
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 2e6;  // a few dozen requests fit
+    InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    s.prefill_chunk_tokens = 128;
+    s.framework_overhead_bytes = 0;
+    const InferContext c{m, sys, s};
+    const ServeTargets t{b.ttft_s, b.tpot_s};
+    const DisaggResult r = disaggregated_search(c, b.gpus, t, 3);
+
+    // Every instance (tp | 4 heads, pp | 4 layers, dp the rest, of every size below the budget),
+    // every concurrency 1..512 on each side, every x and y that fit the budget.
+    std::vector<ParallelConfig> instances;
+    for (int64_t g = 1; g < b.gpus; ++g)
+        for (int64_t tp : {1, 2, 4})
+            for (int64_t pp : {1, 2, 4})
+                if (g % (tp * pp) == 0) {
+                    ParallelConfig p;
+                    p.tp = tp;
+                    p.pp = pp;
+                    p.dp = g / (tp * pp);
+                    instances.push_back(p);
+                }
+    std::vector<ServeHit> pre, dec;
+    for (const ParallelConfig& p : instances)
+        for (int64_t n = 1; n <= 512; ++n) {
+            const ServingPoint a = serve_at(c, p, n, ServeRole::prefill);
+            if (a.fits_in_memory) pre.push_back({p, a});
+            const ServingPoint d = serve_at(c, p, n, ServeRole::decode);
+            if (d.fits_in_memory && (t.tpot_s <= 0 || d.tpot_s <= t.tpot_s)) dec.push_back({p, d});
+        }
+    // The transfer (by hand in KvTransferByHand) over scale-up when the budget fits in one
+    // 8-GPU domain, and it counts against the TTFT target.
+    const bool within = b.gpus <= 8;
+    std::optional<double> best;
+    for (const ServeHit& p : pre)
+        for (const ServeHit& d : dec) {
+            const double ttft = p.point.ttft_s + kv_transfer_s(c, p.layout, d.layout, within);
+            if (t.ttft_s > 0 && ttft > t.ttft_s) continue;
+            const int64_t gp = p.point.gpus, gd = d.point.gpus;
+            for (int64_t x = 1; x * gp < b.gpus; ++x)
+                for (int64_t y = 1; x * gp + y * gd <= b.gpus; ++y) {
+                    const double rate = std::min(static_cast<double>(x) * p.point.requests_per_s, static_cast<double>(y) * d.point.requests_per_s);
+                    const double per_gpu = rate * 40.0 / static_cast<double>(x * gp + y * gd);
+                    if (!best || per_gpu > *best) best = per_gpu;
+                }
+        }
+    ASSERT_EQ(best.has_value(), !r.best.empty());
+    if (best) {
+        const DisaggHit& got = r.best.front();
+        EXPECT_NEAR(got.output_tokens_per_s_per_gpu, *best, 1e-9 * *best);
+        if (t.ttft_s > 0) {
+            EXPECT_LE(got.ttft_s, t.ttft_s);
+        }
+        if (t.tpot_s > 0) {
+            EXPECT_LE(got.tpot_s, t.tpot_s);
+        }
+        EXPECT_LE(got.gpus, b.gpus);
+        EXPECT_DOUBLE_EQ(got.ttft_s, got.prefill.point.ttft_s + got.kv_transfer_s);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallBudgets, DisaggregatedVsBruteForce,
+                         // The targets bind: the unconstrained best of 6 GPUs has TTFT 15 us and TPOT 2.1 us.
+                         ::testing::Values(Budget{"NoTargets", 6, 0, 0}, Budget{"TpotTarget", 8, 0, 1.5e-6},
+                                           Budget{"BothTargets", 6, 1.2e-5, 1.8e-6}),
+                         [](const ::testing::TestParamInfo<Budget>& p) { return std::string(p.param.name); });
+
+}  // namespace
+}  // namespace sm
