@@ -12,15 +12,9 @@
 namespace sm {
 namespace {
 
-// The toy Llama (2 layers, h 64, 4 heads of 16, 2 KV heads) in fp16 on the round machine;
-// prompts of 100 tokens, 11 output tokens, chunks of 64, blocks of 64.
-InferenceSpec toy_workload() {
-    InferenceSpec s = testing::fp16_workload(1, 100, 11);
-    s.prefill_chunk_tokens = 64;
-    s.kv_block_tokens = 64;
-    s.framework_overhead_bytes = 0;
-    return s;
-}
+// The toy Llama (2 layers, h 64, 4 heads of 16, 2 KV heads) in fp16 on the round machine, with
+// the serving tests' workload (test_helpers.hpp).
+using testing::toy_serving_workload;
 
 TEST(ServeRoles, PrefillEngineByHand) {
     // C = 3 prompts of 100 tokens, chunks of 64: 3 x 100 / 64 = 4.6875 steps of budget against
@@ -30,7 +24,7 @@ TEST(ServeRoles, PrefillEngineByHand) {
     const ModelSpec m = testing::tiny_llama(2);
     SystemSpec sys = testing::round_inference_system();
     sys.eff.host_request_overhead_s = 0.01;
-    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 3, ServeRole::prefill);
+    const ServingPoint r = serve_at({m, sys, toy_serving_workload()}, ParallelConfig{}, 3, ServeRole::prefill);
     EXPECT_DOUBLE_EQ(r.steps_per_request, 4.6875);
     EXPECT_DOUBLE_EQ(r.prefill_tokens, 64.0);
     EXPECT_DOUBLE_EQ(r.decode_tokens, 0.0);
@@ -51,7 +45,7 @@ TEST(ServeRoles, DecodeEngineByHand) {
     const ModelSpec m = testing::tiny_llama(2);
     SystemSpec sys = testing::round_inference_system();
     sys.eff.host_request_overhead_s = 0.01;
-    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 4, ServeRole::decode);
+    const ServingPoint r = serve_at({m, sys, toy_serving_workload()}, ParallelConfig{}, 4, ServeRole::decode);
     EXPECT_DOUBLE_EQ(r.steps_per_request, 10.0);
     EXPECT_DOUBLE_EQ(r.decode_tokens, 4.0);
     EXPECT_DOUBLE_EQ(r.prefill_tokens, 0.0);
@@ -78,7 +72,7 @@ TEST(Disaggregated, KvTransferByHand) {
     const SystemSpec sys = testing::round_inference_system();
     ParallelConfig one, two;
     two.tp = 2;
-    const InferContext c{m, sys, toy_workload()};
+    const InferContext c{m, sys, toy_serving_workload()};
     EXPECT_DOUBLE_EQ(kv_transfer_s(c, one, two, true), 1e-6 + 25600.0 / 100e9);
     EXPECT_DOUBLE_EQ(kv_transfer_s(c, two, one, false), 5e-6 + 25600.0 / 10e9);
     EXPECT_DOUBLE_EQ(kv_transfer_s(c, two, two, false), 5e-6 + 12800.0 / 10e9);

@@ -133,6 +133,16 @@ inline InferenceSpec fp16_workload(int64_t batch, int64_t in, int64_t out) {
     return s;
 }
 
+// The serving tests' workload: prompts of 100 tokens, 11 output tokens, chunks of 64, KV blocks
+// of 64, no framework memory.
+inline InferenceSpec toy_serving_workload() {
+    InferenceSpec s = fp16_workload(1, 100, 11);
+    s.prefill_chunk_tokens = 64;
+    s.kv_block_tokens = 64;
+    s.framework_overhead_bytes = 0;
+    return s;
+}
+
 // A machine with round numbers and no calibration: every efficiency 1, no half-sizes, no
 // latencies, so an op's time is max(FLOP / peak, bytes / bandwidth) and a test can state it.
 // Matrix peak 100 TFLOP/s (16-bit), 200 (8-bit), 50 (fp32/tf32); HBM 1 TB/s; scale-up

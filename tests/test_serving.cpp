@@ -16,14 +16,8 @@ using testing::model_preset;
 using testing::system_preset;
 
 // The toy Llama (2 layers, h 64, 4 heads of 16, 2 KV heads, swiglu ffn 128, vocab 100) in fp16
-// on the round machine; prompts of 100 tokens, 11 output tokens, chunks of 64, blocks of 64.
-InferenceSpec toy_workload() {
-    InferenceSpec s = testing::fp16_workload(1, 100, 11);
-    s.prefill_chunk_tokens = 64;
-    s.kv_block_tokens = 64;
-    s.framework_overhead_bytes = 0;
-    return s;
-}
+// on the round machine, with the serving tests' workload (test_helpers.hpp).
+using testing::toy_serving_workload;
 
 // FLOP of one engine step of the toy model carrying `decode` requests at mean context `ctx`,
 // `prefill` prompt tokens over prompts of `in` tokens, and `sampled` logits:
@@ -42,7 +36,7 @@ TEST(Serving, DecodeBoundSteadyStateByHand) {
     // prompt tokens, 3 / 12 = 0.25 first tokens sampled.
     const ModelSpec m = testing::tiny_llama(2);
     const SystemSpec sys = testing::round_inference_system();
-    const InferenceSpec s = toy_workload();
+    const InferenceSpec s = toy_serving_workload();
     const ServingPoint r = serve_at({m, sys, s}, ParallelConfig{}, 3);
     EXPECT_DOUBLE_EQ(r.steps_per_request, 12.0);
     EXPECT_DOUBLE_EQ(r.decode_tokens, 2.5);
@@ -66,7 +60,7 @@ TEST(Serving, PrefillBoundPromptsQueueByHand) {
     // for its first token.
     const ModelSpec m = testing::tiny_llama(2);
     const SystemSpec sys = testing::round_inference_system();
-    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 16);
+    const ServingPoint r = serve_at({m, sys, toy_serving_workload()}, ParallelConfig{}, 16);
     EXPECT_TRUE(r.prefill_bound);
     EXPECT_DOUBLE_EQ(r.steps_per_request, 25.0);
     EXPECT_DOUBLE_EQ(r.prefill_tokens, 64.0);
@@ -78,7 +72,7 @@ TEST(Serving, HostCostPerRequestIsInTtftAndLifetime) {
     const ModelSpec m = testing::tiny_llama(2);
     SystemSpec sys = testing::round_inference_system();
     sys.eff.host_request_overhead_s = 0.01;
-    const ServingPoint r = serve_at({m, sys, toy_workload()}, ParallelConfig{}, 3);
+    const ServingPoint r = serve_at({m, sys, toy_serving_workload()}, ParallelConfig{}, 3);
     EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s + 0.01);
     EXPECT_DOUBLE_EQ(r.e2e_latency_s, 12.0 * r.step_s + 0.01);
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (12.0 * r.step_s + 0.01));
@@ -89,9 +83,9 @@ TEST(Serving, KvCacheInWholeBlocksByHand) {
     // layers 2 x (K, V) 2 x C 5 x 128 tokens x 2 KV heads x 16 x 2 bytes = 163,840 bytes.
     const ModelSpec m = testing::tiny_llama(2);
     const SystemSpec sys = testing::round_inference_system();
-    const InferMemory mem = serving_memory({m, sys, toy_workload()}, ParallelConfig{}, 5);
+    const InferMemory mem = serving_memory({m, sys, toy_serving_workload()}, ParallelConfig{}, 5);
     EXPECT_DOUBLE_EQ(mem.kv_cache_bytes, 2.0 * 2.0 * 5.0 * 128.0 * 2.0 * 16.0 * 2.0);
-    InferenceSpec fine = toy_workload();
+    InferenceSpec fine = toy_serving_workload();
     fine.kv_block_tokens = 1;  // 106 tokens
     EXPECT_DOUBLE_EQ(serving_memory({m, sys, fine}, ParallelConfig{}, 5).kv_cache_bytes, 2.0 * 2.0 * 5.0 * 106.0 * 2.0 * 16.0 * 2.0);
 }
@@ -104,7 +98,7 @@ TEST(Serving, PipelineStagesSplitTheRequestsIntoMicroBatches) {
     const SystemSpec sys = testing::round_inference_system();
     ParallelConfig pp2;
     pp2.pp = 2;
-    const ServingPoint r = serve_at({m, sys, toy_workload()}, pp2, 4);
+    const ServingPoint r = serve_at({m, sys, toy_serving_workload()}, pp2, 4);
     EXPECT_EQ(r.micro_batches, 2);
     // N = 12 (4 x 100 / 64 = 6.25 < 12): per micro-batch 4 x 10 / 12 / 2 decode, 4 x 100 / 12 / 2 prompt tokens.
     EXPECT_NEAR(r.step.flop, toy_step_flop(40.0 / 24.0, 105.5, 400.0 / 24.0, 100.0, 44.0 / 24.0), 1e-6 * r.step.flop);
@@ -118,7 +112,7 @@ TEST(Serving, MaxConcurrencyIsTheLastThatFits) {
     const ModelSpec m = testing::tiny_llama(2);
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = 4e6;
-    const InferContext c{m, sys, toy_workload()};
+    const InferContext c{m, sys, toy_serving_workload()};
     const int64_t n = max_concurrency_that_fits(c, ParallelConfig{});
     ASSERT_GT(n, 0);
     EXPECT_LE(serving_memory(c, ParallelConfig{}, n).peak_bytes_per_gpu, sys.accel.memory_bytes);
@@ -276,7 +270,7 @@ TEST(ServingSpeculative, VerifyAndDraftCostByHand) {
     // 3 x 100 / 7 prompt tokens; the draft is one MTP block + head over the decoding requests.
     const ModelSpec m = testing::tiny_llama(2);
     const SystemSpec sys = testing::round_inference_system();
-    InferenceSpec s = toy_workload();
+    InferenceSpec s = toy_serving_workload();
     s.speculative_tokens = 1;
     s.acceptance_rate = 1.0;
     const ServingPoint r = serve_at({m, sys, s}, ParallelConfig{}, 3);
