@@ -158,9 +158,20 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     ModelSpec top1 = m;
     top1.moe.top_k = 1;
     EXPECT_EQ(a2a(layer_ops(top1, sh, LayerKind::moe)), (std::vector<double>(4, 32768)));
+    // The busiest expert-parallel rank gets 1.5x the mean copies: 768 of them, 192 per local
+    // expert, and receives 1.5 x 65,536 bytes in each all-to-all; the rest wait for it.
+    ModelSpec skewed = m;
+    skewed.moe.load_imbalance = 1.5;
+    const LayerOps ls = layer_ops(skewed, sh, LayerKind::moe);
+    EXPECT_DOUBLE_EQ(gemm(ls, "expert_up").m, 192);
+    EXPECT_DOUBLE_EQ(gemm(ls, "expert_down").m, 192);
+    EXPECT_EQ(a2a(ls), (std::vector<double>(4, 98304)));
+    EXPECT_DOUBLE_EQ(op(ls, "expert_up").saved_bytes, 98304);
     sh.ep = 1;
     EXPECT_TRUE(a2a(layer_ops(m, sh, LayerKind::moe)).empty());
     EXPECT_EQ(gemm(layer_ops(m, sh, LayerKind::moe), "expert_up").batch, 8);
+    // At ep 1 every GPU holds every expert: the skew moves copies between its own experts.
+    EXPECT_DOUBLE_EQ(gemm(layer_ops(skewed, sh, LayerKind::moe), "expert_up").m, 64);
 }
 
 }  // namespace

@@ -118,6 +118,8 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
         m.moe.interval = moe->integer("interval", 1, 1, m.layers);
         m.moe.shared_experts = moe->integer("shared_experts", 0, 0, 1024);
         m.moe.shared_expert_ffn_hidden = moe->integer("shared_expert_ffn_hidden", m.moe.expert_ffn_hidden, 1, int64_t{1} << 22);
+        // At most every copy on one rank: experts / top_k times the mean.
+        m.moe.load_imbalance = moe->number("load_imbalance", 1.0, 1.0, static_cast<double>(m.moe.experts) / static_cast<double>(m.moe.top_k));
         moe->finish();
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;

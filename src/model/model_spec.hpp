@@ -61,6 +61,10 @@ struct MoeSpec {
     // an ordinary FFN, sharded by tp like a dense one, never dispatched.
     int64_t shared_experts = 0;
     int64_t shared_expert_ffn_hidden = 0;
+    // Routing is never perfectly even: the token copies the busiest expert-parallel rank receives
+    // over the mean (1: balanced). Every rank waits for it, so its expert GEMMs and all-to-all set
+    // the pace. At ep 1 every GPU holds every expert and the imbalance has no effect.
+    double load_imbalance = 1.0;
     [[nodiscard]] bool enabled() const { return experts > 0; }
 };
 

@@ -303,7 +303,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const double experts = static_cast<double>(m.moe.experts);
     const double topk = static_cast<double>(m.moe.top_k);
     const double ep = static_cast<double>(s.ep);
-    const double routed = d.tokens * topk;  // token copies this GPU's experts process
+    // Token copies this GPU's experts process: the busiest expert-parallel rank's share.
+    const double routed = d.tokens * topk * (s.ep > 1 ? m.moe.load_imbalance : 1.0);
     const double local_experts = experts / ep;
     const bool shared = m.moe.shared_experts > 0;
 
