@@ -208,6 +208,11 @@ done
     bad "--max-throughput" infer "$H/../../examples/infer-llama2-70b-h100.json" --max-throughput --set system.accelerator.memory_bytes=1e6
     bad "--ttft-ms" serve-search "$base" --ttft-ms -1
     bad "--gpus" serve-search "$base" --gpus 0
+    bad "parallel.etp" train "$base" --set parallel.etp=1 --set parallel.tp=2
+    bad "parallel.etp" train "$base" --set model.preset=mixtral-8x7b --set parallel.vp=1 --set parallel.tp=2 --set parallel.etp=1 --set parallel.sequence_parallel=false
+    bad "parallel.etp" train "$base" --set model.preset=mixtral-8x7b --set parallel.vp=1 --set parallel.tp=4 --set parallel.etp=2 --set parallel.sequence_parallel=true
+    bad "parallel.etp" search "$base" --set model.preset=mixtral-8x7b --set parallel.etp=1 --gpus 8
+    bad "parallel.etp" infer "$base" --set model.preset=mixtral-8x7b --set parallel.tp=2 --set parallel.etp=1
     bad "inference.acceptance_rate" infer "$base" --concurrency 2 --set inference.acceptance_rate=1.5
     bad "inference.speculative_tokens" infer "$base" --concurrency 2 --set inference.speculative_tokens=-1
     bad "parallel.tpp" serve-search "$base" --set parallel.tpp=2

@@ -68,6 +68,43 @@ TEST(MoeMemory, StatesSummedOverAllGpusAreTheModelTimesItsReplication) {
     EXPECT_EQ(cases, 3 * 23 * 4);  // tp x the 23 (dp, cp, ep) with ep | dp cp x ZeRO 0-3
 }
 
+// The same with whole experts (etp 1, sequence parallelism): ep is carved out of tp x dp x cp, so
+// the expert parameters are held tp x dp x cp / ep times over the machine.
+TEST(MoeMemory, FoldedExpertStatesSummedOverAllGpus) {
+    const ModelSpec m = tiny_moe();
+    const SystemSpec s = round_system();
+    int cases = 0;
+    for (const int64_t tp : {2, 4})
+    for (const int64_t dp : {1, 2, 4, 8})
+    for (const int64_t cp : {1, 2})
+    for (const int64_t ep : {1, 2, 4, 8})
+    for (const int64_t zero : {0, 1, 2, 3}) {
+        if ((tp * dp * cp) % ep != 0) continue;
+        ParallelConfig p;
+        p.tp = tp;
+        p.dp = dp;
+        p.cp = cp;
+        p.ep = ep;
+        p.etp = 1;
+        p.sequence_parallel = true;
+        p.zero = zero;
+        ++cases;
+        TrainingSpec t;
+        t.global_batch = p.dp;
+        const TrainMemory mem = step_over(m, s, t, p).memory;
+        const double gpus = static_cast<double>(tp * dp * cp);
+        const double dpc = static_cast<double>(dp * cp), edp = gpus / static_cast<double>(ep);
+        const double dense = kDense + kFinalNorm * static_cast<double>(tp - 1);
+        auto copies = [&](bool partitioned) { return partitioned ? dense + kExperts : dpc * dense + edp * kExperts; };
+        SCOPED_TRACE(::testing::Message() << "tp " << tp << " dp " << dp << " cp " << cp << " ep " << ep << " zero " << zero);
+        EXPECT_NEAR(gpus * mem.weights_bytes / 2, copies(zero == 3), 1e-9 * copies(zero == 3));
+        EXPECT_NEAR(gpus * mem.gradients_bytes / 4, copies(zero >= 2), 1e-9 * copies(zero >= 2));
+        EXPECT_NEAR(gpus * mem.optimizer_bytes / 12, copies(zero >= 1), 1e-9 * copies(zero >= 1));
+    }
+    // (dp, cp, ep) with ep | tp dp cp: 28 at tp 2, 31 at tp 4; ZeRO 0-3.
+    EXPECT_EQ(cases, (28 + 31) * 4);
+}
+
 // GPT-MoE 1.8T on 4,096 GPUs (tp 2, dp 1024, cp 2, ep 4, ZeRO 1): Adam's 12 bytes for each of
 // its parameters, held once over the machine, plus the final norm's second tp copy. By hand:
 // per layer 4h^2 + 2h + 16h + 16 x 3 x h x 30,720 with h = 15,360; 76 layers; embedding and head
@@ -172,6 +209,53 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     EXPECT_EQ(gemm(layer_ops(m, sh, LayerKind::moe), "expert_up").batch, 8);
     // At ep 1 every GPU holds every expert: the skew moves copies between its own experts.
     EXPECT_DOUBLE_EQ(gemm(layer_ops(skewed, sh, LayerKind::moe), "expert_up").m, 64);
+}
+
+// Expert tensor parallelism 1 under tp 2 with sequence parallelism (Megatron-Core's MoE parallel
+// folding): each rank routes its own 128 of the 256 tokens (256 copies at top-2), keeps whole
+// experts (width 128, gated: 256 columns) and, with ep 2, 4 of them: 64 rows each. The router
+// reads the rank's 128 tokens; each all-to-all moves 256 x 64 x 2 = 32,768 bytes. The block has
+// no tensor-parallel region: the only tp collectives are attention's.
+TEST(MoeMemory, FoldedExpertsRouteTheirOwnTokens) {
+    const ModelSpec m = tiny_moe();
+    LayerShape sh;
+    sh.batch = 2;
+    sh.q_len = sh.kv_len = 128;
+    sh.tp = 2;
+    sh.sequence_parallel = true;
+    sh.ep = 2;
+    sh.etp = 1;
+    const LayerOps l = layer_ops(m, sh, LayerKind::moe);
+    auto gemm = [&](std::string_view name) {
+        for (const Op& op : l.ops)
+            if (op.name == name) return op.gemm;
+        ADD_FAILURE() << name;
+        return GemmShape{};
+    };
+    const GemmShape router = gemm("moe_router"), up = gemm("expert_up"), down = gemm("expert_down");
+    EXPECT_EQ((std::vector<double>{router.m, router.n, router.k}), (std::vector<double>{128, 8, 64}));
+    EXPECT_EQ((std::vector<double>{up.m, up.n, up.k, up.batch}), (std::vector<double>{64, 256, 64, 4}));
+    EXPECT_EQ((std::vector<double>{down.m, down.n, down.k, down.batch}), (std::vector<double>{64, 64, 128, 4}));
+    int tp_comms = 0;
+    for (const CommOp& c : l.comms) {
+        if (c.group == CommGroup::ep) EXPECT_DOUBLE_EQ(c.bytes, 32768) << c.name;
+        tp_comms += c.group == CommGroup::tp;
+    }
+    // Attention under SP: all-gather in (its backward reduce-scatter and re-gather), reduce-scatter
+    // out (its backward all-gather): 5. The dense block adds the same 5 around its FFN.
+    EXPECT_EQ(tp_comms, 5);
+    EXPECT_EQ([&] {
+        int n = 0;
+        for (const CommOp& c : layer_ops(m, sh, LayerKind::dense).comms) n += c.group == CommGroup::tp;
+        return n;
+    }(), 10);
+    // Shared experts are tensor-parallel FFNs: with one, the block gathers its tokens again.
+    ModelSpec shared = m;
+    shared.moe.shared_experts = 1;
+    shared.moe.shared_expert_ffn_hidden = 128;
+    int with_shared = 0;
+    for (const CommOp& c : layer_ops(shared, sh, LayerKind::moe).comms) with_shared += c.group == CommGroup::tp;
+    EXPECT_EQ(with_shared, 10);
 }
 
 }  // namespace

@@ -165,5 +165,52 @@ TEST(Placement, AgreesWithBruteForceOnRandomLayouts) {
     }
 }
 
+// Whole experts (etp 1): the expert-parallel group is ep consecutive ranks of a stage (Megatron's
+// expert order with etp 1 in tp's place), its replicas ep ranks apart.
+TEST(Placement, FoldedExpertGroupsAreConsecutive) {
+    std::mt19937_64 rng(7);
+    auto pick = [&](std::initializer_list<int64_t> v) { return *(v.begin() + static_cast<long>(rng() % v.size())); };
+    for (int trial = 0; trial < 500; ++trial) {
+        ParallelConfig p = layout(pick({2, 4, 8}), pick({1, 2, 3}), pick({1, 2, 4, 8, 16, 32}), pick({1, 2}));
+        p.etp = 1;
+        const int64_t stage = p.tp * p.cp * p.dp;
+        std::vector<int64_t> eps;
+        for (int64_t e = 1; e <= stage; ++e)
+            if (stage % e == 0) eps.push_back(e);
+        p.ep = eps[rng() % eps.size()];
+        const int64_t domain = pick({4, 8, 16, 36, 64, 72});
+        const int64_t used = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(domain));
+        const CommSpans c = place_groups(p, domains_of(domain, used));
+        // Enumerate: rank r of stage q = r / stage; within it s = r % stage; ep group (s / ep, q),
+        // expert replicas (s % ep, q).
+        auto worst = [&](bool replicas) {
+            std::map<std::pair<int64_t, int64_t>, std::map<int64_t, int64_t>> groups;  // key -> domain -> members
+            for (int64_t r = 0; r < p.gpus(); ++r) {
+                const int64_t s = r % stage, q = r / stage;
+                ++groups[{replicas ? s % p.ep : s / p.ep, q}][r / used];
+            }
+            GroupSpan w{1, 1, 1};
+            double term = -1;
+            for (const auto& [k, per] : groups) {
+                int64_t size = 0, fewest = INT64_MAX;
+                for (const auto& [d, n] : per) size += n, fewest = std::min(fewest, n);
+                const auto doms = static_cast<int64_t>(per.size());
+                const double t = static_cast<double>(doms - 1) / (static_cast<double>(doms) * static_cast<double>(fewest));
+                if (size > 1 && (t > term || (t == term && doms > w.remote))) term = t, w = {size, fewest, doms};
+            }
+            return w;
+        };
+        for (const bool replicas : {false, true}) {
+            const GroupSpan want = worst(replicas);
+            const GroupSpan got = replicas ? c.expert_dp : c.span[idx(CommGroup::ep)];
+            if (want.size <= 1) continue;
+            ASSERT_TRUE(got.size == want.size && got.local == want.local && got.remote == want.remote)
+                << "tp " << p.tp << " cp " << p.cp << " dp " << p.dp << " pp " << p.pp << " ep " << p.ep << " domain " << domain
+                << " used " << used << (replicas ? " replicas" : " ep") << ": got " << got.size << "/" << got.local << "/"
+                << got.remote << " want " << want.size << "/" << want.local << "/" << want.remote;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace sm

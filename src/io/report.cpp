@@ -52,7 +52,7 @@ std::string find_non_finite(const Json& j, const std::string& path) {
 }
 
 Json parallel_json(const ParallelConfig& p) {
-    Json j{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vp", p.vp},
+    Json j{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.expert_tp()}, {"vp", p.vp},
            {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
            {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}};
     if (p.split == PipelineSplit::first_last) {

@@ -233,7 +233,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
 }
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
-    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "microbatch", "zero", "recompute",
+    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero", "recompute",
                                        "offload", "first_stage_layers", "last_stage_layers"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
@@ -243,6 +243,8 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     p.dp = r.integer("dp", 1, 1, kMaxDegree);
     p.cp = r.integer("cp", 1, 1, kMaxDegree);
     p.ep = r.integer("ep", 1, 1, kMaxDegree);
+    // Recorded as given: its default follows tp.
+    p.etp = r.has("etp") ? r.integer("etp", std::nullopt, 1, kMaxDegree) : 0;
     p.vp = r.integer("vp", 1, 1, 1024);
     p.sequence_parallel = r.boolean("sequence_parallel", false);
     p.microbatch = r.integer("microbatch", 1, 1, kMaxDegree);
@@ -365,6 +367,17 @@ void check_pipeline_split(const ModelSpec& m, const ParallelConfig& p) {
          cut.problem);
 }
 
+// parallel.etp: tp (the default) or 1, Megatron-Core's MoE parallel folding, which keeps the
+// dense part tensor-parallel over sequence-parallel tokens and every expert whole.
+void check_expert_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
+    if (p.etp == 0 || p.etp == p.tp) return;
+    const std::string got = std::to_string(p.etp);
+    if (!m.moe.enabled()) fail("parallel.etp", got, "expert tensor parallelism needs model.moe");
+    if (p.etp != 1) fail("parallel.etp", got, fmt::format("1 (experts whole on each GPU) or parallel.tp ({})", p.tp));
+    if (!p.sequence_parallel)
+        fail("parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
+}
+
 void check_training_layout(const Scenario& s) {
     const ModelSpec& m = s.model;
     const ParallelConfig& p = s.parallel;
@@ -379,9 +392,13 @@ void check_training_layout(const Scenario& s) {
         fail("training.global_batch", std::to_string(s.training.global_batch),
              fmt::format("must be a multiple of dp*microbatch ({})", p.dp * p.microbatch));
     if (p.ep > 1 && !m.moe.enabled()) fail("parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
+    check_expert_tensor_parallel(m, p);
     if (m.moe.enabled()) {
         require_divides(p.ep, m.moe.experts, "parallel.ep", "model.moe.experts");
-        require_divides(p.ep, p.dp * p.cp, "parallel.ep", "dp*cp");
+        if (p.expert_tp() == p.tp)
+            require_divides(p.ep, p.dp * p.cp, "parallel.ep", "dp*cp");
+        else
+            require_divides(p.ep, p.tp * p.dp * p.cp, "parallel.ep", "tp*dp*cp (etp 1: experts whole on each GPU)");
     }
     require_peak(s.system, s.training.precision, "training.precision");
     if (p.offload != Offload::none && s.system.host_memory.capacity_bytes <= 0)
@@ -400,6 +417,7 @@ void check_inference_layout(const Scenario& s) {
     // prompt's sequence (context parallelism) is not modelled.
     if (p.cp != 1) fail("parallel.cp", std::to_string(p.cp), "inference supports cp = 1 only");
     if (p.ep > 1 && !m.moe.enabled()) fail("parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
+    if (p.etp != 0 && p.etp != p.tp) fail("parallel.etp", std::to_string(p.etp), fmt::format("inference keeps experts tensor-parallel: parallel.tp ({})", p.tp));
     if (m.moe.enabled()) {
         require_divides(p.ep, m.moe.experts, "parallel.ep", "model.moe.experts");
         require_divides(p.ep, p.dp, "parallel.ep", "parallel.dp");
@@ -492,7 +510,11 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         s.modified = preset_changes(doc);
         if (purpose == Purpose::train) check_training_layout(s);
         if (purpose == Purpose::infer) check_inference_layout(s);
-        if (purpose == Purpose::search) require_peak(s.system, s.training.precision, "training.precision");
+        if (purpose == Purpose::search) {
+            require_peak(s.system, s.training.precision, "training.precision");
+            if (s.parallel_given.count("etp"))
+                fail("parallel.etp", std::to_string(s.parallel.etp), "not searched: the search keeps experts tensor-parallel (etp = tp); give it to `train`");
+        }
         return s;
     });
 }

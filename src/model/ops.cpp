@@ -290,6 +290,10 @@ void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, 
     weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2);
 }
 
+// Experts whole on each GPU while the rest is tensor-parallel: Megatron-Core's MoE parallel
+// folding (expert_tensor_parallel_size 1), which needs sequence parallelism.
+bool folded_experts(const LayerShape& s) { return s.etp == 1 && s.tp > 1; }
+
 void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind kind) {
     const double tp = static_cast<double>(s.tp);
     const double in_saved = d.tokens_sp * d.h * d.e;
@@ -303,20 +307,25 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const double experts = static_cast<double>(m.moe.experts);
     const double topk = static_cast<double>(m.moe.top_k);
     const double ep = static_cast<double>(s.ep);
+    // Folded, each rank routes its own 1/tp of the tokens and holds whole experts; otherwise the
+    // tensor-parallel group routes the gathered tokens and splits every expert's width.
+    const bool folded = folded_experts(s);
+    const double own = folded ? d.tokens_sp : d.tokens;
+    const double expert_width = static_cast<double>(m.moe.expert_ffn_hidden) / (folded ? 1.0 : tp);
     // Token copies this GPU's experts process: the busiest expert-parallel rank's share.
-    const double routed = d.tokens * topk * (s.ep > 1 ? m.moe.load_imbalance : 1.0);
+    const double routed = own * topk * (s.ep > 1 ? m.moe.load_imbalance : 1.0);
     const double local_experts = experts / ep;
     const bool shared = m.moe.shared_experts > 0;
 
     // The router and the shared experts read the same input; it is kept once.
-    weight_gemm(out, s, "moe_router", {d.tokens, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
+    weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : own * d.h * d.e, LoraTarget::none);
     const double a2a = routed * d.h * d.e;
     if (s.ep > 1) {
         out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
-    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / local_experts, local_experts,
-        static_cast<double>(m.moe.expert_ffn_hidden) / tp, routed * d.h * d.e);
+    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / local_experts, local_experts, expert_width,
+        routed * d.h * d.e);
     if (s.ep > 1) {
         out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
@@ -347,9 +356,12 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     residual(out, "attn_residual", m, d);
 
     norm(out, "ffn_norm", m, d, d.h);
-    enter_tp_region(out.comms, s, full_act);
+    // Folded experts (etp 1 < tp) take each rank's own sequence-parallel tokens: the block enters
+    // the tensor-parallel region only for its shared experts.
+    const bool tp_region = !(kind == LayerKind::moe && folded_experts(s)) || m.moe.shared_experts > 0;
+    if (tp_region) enter_tp_region(out.comms, s, full_act);
     feed_forward(out, m, s, d, kind);
-    leave_tp_region(out.comms, s, full_act);
+    if (tp_region) leave_tp_region(out.comms, s, full_act);
     residual(out, "ffn_residual", m, d);
     return out;
 }

@@ -66,6 +66,7 @@ struct LayerShape {
     int64_t tp = 1;
     int64_t cp = 1;
     int64_t ep = 1;
+    int64_t etp = 0;           // expert tensor parallelism: 0 = tp, 1 = experts whole (ParallelConfig)
     bool sequence_parallel = false;
     double act_bytes = 2;      // bytes per activation element
     double kv_bytes = 2;       // bytes per K/V element kept in the cache

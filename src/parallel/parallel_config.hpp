@@ -56,7 +56,11 @@ struct ParallelConfig {
     int64_t pp = 1;
     int64_t dp = 1;
     int64_t cp = 1;
-    int64_t ep = 1;   // expert parallelism, carved out of dp*cp
+    int64_t ep = 1;   // expert parallelism, carved out of dp*cp (of tp*dp*cp when etp = 1)
+    // Expert tensor parallelism: 0 = tp (each expert split like the dense FFN: Megatron-Core's
+    // default); 1 = every expert whole on its GPU, the expert-parallel group carved out of
+    // tp x dp x cp (Megatron-Core's MoE parallel folding, expert_tensor_parallel_size 1).
+    int64_t etp = 0;
     int64_t vp = 1;   // interleaved virtual stages per GPU
     bool sequence_parallel = false;
     int64_t microbatch = 1;
@@ -68,6 +72,9 @@ struct ParallelConfig {
     int64_t last_stage_layers = 0;   // first_last split: 0 = the last GPU is a middle one
 
     [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
+    [[nodiscard]] int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+    // GPUs of a stage holding the same experts: tp x dp x cp / (ep x etp).
+    [[nodiscard]] int64_t expert_replicas() const { return tp * dp * cp / (ep * expert_tp()); }
 };
 
 }  // namespace sm

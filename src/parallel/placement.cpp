@@ -82,13 +82,15 @@ CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     const int64_t u = s.used_per_domain();
     c.span[idx(CommGroup::tp)] = place_group(1, p.tp, n, u);
     c.span[idx(CommGroup::cp)] = place_group(p.tp, p.cp, n, u);
-    // Megatron-Core's expert rank generator (parallel_state.py: tp, ep, dp with cp = 1, order
-    // tp-cp-ep-dp-pp) folds dp x cp and takes ep next to tp: expert groups are tp ranks apart.
-    c.span[idx(CommGroup::ep)] = place_group(p.tp, p.ep, n, u);
+    // Megatron-Core's expert rank generator (parallel_state.py: etp, ep, dp with cp = 1, order
+    // tp-cp-ep-dp-pp) folds tp x dp x cp and takes ep next to etp: expert groups are etp ranks
+    // apart (tp apart by default; consecutive ranks when experts are whole, etp 1).
+    c.span[idx(CommGroup::ep)] = place_group(p.expert_tp(), p.ep, n, u);
     c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, n, u);  // gradients reduce over dp x cp
     c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, n, u);
-    // Ranks tp x ep apart hold the same experts (Megatron's expert rank order tp-ep-dp-pp).
-    c.expert_dp = p.ep > 1 ? place_group(p.tp * p.ep, p.dp * p.cp / p.ep, n, u) : c.span[idx(CommGroup::dp)];
+    // Ranks etp x ep apart hold the same experts (Megatron's expert rank order tp-ep-dp-pp).
+    c.expert_dp = p.ep > 1 || p.expert_tp() != p.tp ? place_group(p.expert_tp() * p.ep, p.expert_replicas(), n, u)
+                                                      : c.span[idx(CommGroup::dp)];
     return c;
 }
 

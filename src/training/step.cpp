@@ -16,11 +16,10 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 double stored_weight_bytes(Precision p) { return bytes_per_element(activation_precision(p)); }
 
 // What one GPU keeps of `n` parameters when ZeRO partitions them: dense ones over the dp x cp
-// replicas, expert ones over the dp x cp / ep replicas that hold the same experts (the ep ranks
-// are carved out of dp x cp, so they are not replicas of each other).
+// replicas, expert ones over the tp x dp x cp / (ep x etp) replicas that hold the same experts
+// (the ep ranks are carved out of the stage, so they are not replicas of each other).
 double zero_shard(double n, double experts, const ParallelConfig& p) {
-    const double dpc = as_d(p.dp * p.cp);
-    return (n - experts) / dpc + experts / (dpc / as_d(p.ep));
+    return (n - experts) / as_d(p.dp * p.cp) + experts / as_d(p.expert_replicas());
 }
 
 // Micro-batches each data-parallel replica runs per step.
@@ -61,7 +60,7 @@ StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelC
                        const LayerCosts& lc) {
     StageRates r;
     const double tp = as_d(p.tp);
-    const double replicas[2] = {as_d(p.dp * p.cp), as_d(p.dp * p.cp) / as_d(p.ep)};
+    const double replicas[2] = {as_d(p.dp * p.cp), as_d(p.expert_replicas())};
     for (size_t e = 0; e < 2; ++e) {
         r.weight_bytes[e] = stored_weight_bytes(t.precision) / (p.zero == 3 ? replicas[e] : 1.0);
         r.grad_bytes[e] = bytes_per_element(t.grad_precision) / (grads_partitioned(p, t) ? replicas[e] : 1.0);
@@ -72,9 +71,9 @@ StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelC
         const BlockCost& b = lc.layer[k];
         const LayerParams& lp = pc.layer[k];
         r.time_s[k] = b.total_s();
-        r.experts[k] = lp.experts / (tp * as_d(p.ep));
+        r.experts[k] = lp.experts / as_d(p.expert_tp() * p.ep);
         r.params[k] = (lp.total - lp.experts) / tp + r.experts[k];
-        r.trained_experts[k] = lp.trainable_experts / (tp * as_d(p.ep));
+        r.trained_experts[k] = lp.trainable_experts / as_d(p.expert_tp() * p.ep);
         r.trained[k] = (lp.trainable - lp.trainable_experts) / tp + r.trained_experts[k];
         r.act_bytes[k] = b.activation_bytes(p.recompute);
         r.fwd_window_s[k] = b.fwd_wall_s;
@@ -388,6 +387,7 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     s.tp = p.tp;
     s.cp = p.cp;
     s.ep = p.ep;
+    s.etp = p.expert_tp();
     s.sequence_parallel = p.sequence_parallel && p.tp > 1;
     s.act_bytes = bytes_per_element(activation_precision(t.precision));
     s.kv_bytes = s.act_bytes;
