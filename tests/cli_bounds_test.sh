@@ -27,8 +27,10 @@ note_fail() {
 
 # A sanitized binary reserves terabytes of address space: the address-space cap and the RSS
 # bound apply to the plain build only.
+# gcc links the runtime as a shared library, clang into the binary (its symbols are there).
 SANITIZED=0
 ldd "$BIN" 2>/dev/null | grep -qE 'lib(asan|ubsan)' && SANITIZED=1
+grep -qaF __asan_init "$BIN" && SANITIZED=1
 TIME_BIN=/usr/bin/time
 [[ -x $TIME_BIN ]] || TIME_BIN=
 

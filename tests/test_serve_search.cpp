@@ -84,6 +84,42 @@ TEST(ServeSearch, ParetoFrontIsNotDominated) {
         }
 }
 
+// The order of hits, key by key: more tokens/s/GPU, then lower TTFT, then fewer GPUs per
+// replica (tp x pp), then lower tp, lower ep, and last the lower concurrency.
+TEST(ServeSearch, BetterOrdersEveryTieBreak) {
+    ServeHit a;
+    a.layout.tp = 2;
+    a.layout.pp = 2;
+    a.layout.ep = 2;
+    a.point.output_tokens_per_s_per_gpu = 100;
+    a.point.ttft_s = 0.5;
+    a.point.concurrency = 8;
+    auto check = [&](const ServeHit& worse, const char* what) {
+        EXPECT_TRUE(better(a, worse)) << what;
+        EXPECT_FALSE(better(worse, a)) << what;
+    };
+    ServeHit b = a;
+    b.point.output_tokens_per_s_per_gpu = 99;
+    check(b, "tokens/s/GPU");
+    b = a;
+    b.point.ttft_s = 0.6;
+    check(b, "TTFT");
+    b = a;
+    b.layout.pp = 4;
+    check(b, "GPUs per replica");
+    b = a;
+    b.layout.tp = 4;
+    b.layout.pp = 1;
+    check(b, "tp");
+    b = a;
+    b.layout.ep = 4;
+    check(b, "ep");
+    b = a;
+    b.point.concurrency = 9;
+    check(b, "concurrency");
+    EXPECT_FALSE(better(a, a));
+}
+
 TEST(ServeSearch, LayoutsOfLlama70bOnEightGpus) {
     // tp in {1, 2, 4, 8} (64 heads, 8 KV heads, ffn 28,672), pp | 80 layers and | 8 / tp:
     // tp 1: pp 1, 2, 4, 8; tp 2: 1, 2, 4; tp 4: 1, 2; tp 8: 1 -> 10 layouts.
