@@ -1,6 +1,7 @@
 #include "comm/collectives.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace sm {
@@ -10,8 +11,9 @@ double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link)
     const double nd = static_cast<double>(n);
     const double bw = link.effective_bw();
     const double steps = nd - 1.0;
-    // NCCL switches to trees when a ring's latency chain gets long: 2 log2(n) hops.
-    const double tree_hops = 2.0 * std::ceil(std::log2(nd));
+    // NCCL switches to trees when a ring's latency chain gets long: 2 ceil(log2(n)) hops
+    // (bit_width(n - 1) is ceil(log2(n)) for n >= 2, without the libm call: the search's hot path).
+    const double tree_hops = 2.0 * static_cast<double>(std::bit_width(static_cast<uint64_t>(n - 1)));
     switch (c) {
         case Collective::all_reduce:
             return 2.0 * steps / nd * bytes / bw + std::min(2.0 * steps, tree_hops) * link.latency_s;

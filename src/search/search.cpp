@@ -66,6 +66,7 @@ struct Plan {
     std::vector<int64_t> zeros;
     std::vector<Task> tasks;
     int64_t candidates = 0, pruned_domain = 0;
+    ParamCount params;  // the model's, counted once for every layout
 };
 
 bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
@@ -100,6 +101,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     const int64_t n = o.gpus;
     const int64_t gb = c.training.global_batch;
     Plan plan;
+    plan.params = count_params(m, c.training.lora);
     for (int64_t z = 0; z <= 3; ++z)
         if (allowed(f.zero, z)) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
@@ -261,7 +263,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
             for (size_t v = 0; v < s.vp_count; ++v) {
                 p.vp = plan.vps[s.vp_begin + v].vp;
                 p.split = plan.vps[s.vp_begin + v].split;
-                const TrainResult r = assemble_step(c, p, *costs);
+                const TrainResult r = assemble_step(c, p, *costs, plan.params);
                 ++w.stats.evaluated;
                 if (!r.fits_in_memory) continue;
                 ++w.stats.feasible;

@@ -427,6 +427,10 @@ double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const L
 }
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    return assemble_step(c, p, lc, count_params(c.model, c.training.lora));
+}
+
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc) {
     const ModelSpec& m = c.model;
     const TrainingSpec& t = c.training;
     TrainResult r;
@@ -436,7 +440,6 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double pp = as_d(p.pp);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
     const CommSpans spans = place_groups(p, c.system);
-    const ParamCount pc = count_params(m, t.lora);
 
     // The stages: a layout the scenario checks refused never gets here; the search builds only
     // valid ones. Should one slip through, cost it as the even split of the fullest stage.

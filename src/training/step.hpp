@@ -93,6 +93,9 @@ struct StageReport {
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
+// The same with the model's parameter count given (count_params(c.model, c.training.lora)): the
+// search counts it once, not per layout.
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params);
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
 // Every pipeline GPU of layout p, first to last (p's split must be valid: check_training_layout).
 std::vector<StageReport> training_stages(const TrainContext& c, const ParallelConfig& p);
