@@ -3,6 +3,7 @@
 
 #include "io/scenario.hpp"
 #include "model/model_spec.hpp"
+#include "test_helpers.hpp"
 
 namespace sm {
 namespace {
@@ -129,6 +130,32 @@ TEST(Params, EveryPresetParses) {
     }
     EXPECT_EQ(model_preset_names().size(), 22u);   // 15 required by SPEC + 7 model families of issue 8
     EXPECT_EQ(system_preset_names().size(), 10u);  // SPEC's 8, dgx-b300, gb300-nvl72
+}
+
+}  // namespace
+}  // namespace sm
+
+namespace sm {
+namespace {
+
+// Shared experts are a tensor-parallel FFN of their summed width: 1 x 2,048 cuts at tp 2 and 4;
+// 1 x 2,050 cuts at tp 2 but not at tp 4 (2,050 = 4 x 512 + 2), and the field is named.
+TEST(TensorParallelMisfit, SharedExpertWidth) {
+    ModelSpec m = testing::tiny_moe();
+    m.heads = 4;
+    m.kv_heads = 4;
+    m.ffn_hidden = 128;
+    m.moe.expert_ffn_hidden = 128;
+    m.moe.shared_experts = 1;
+    m.moe.shared_expert_ffn_hidden = 2048;
+    EXPECT_FALSE(tensor_parallel_misfit(m, 2).has_value());
+    EXPECT_FALSE(tensor_parallel_misfit(m, 4).has_value());
+    m.moe.shared_expert_ffn_hidden = 2050;
+    EXPECT_FALSE(tensor_parallel_misfit(m, 2).has_value());
+    const auto bad = tensor_parallel_misfit(m, 4);
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_EQ(bad->width, 2050);
+    EXPECT_NE(std::string(bad->field).find("shared_expert_ffn_hidden"), std::string::npos);
 }
 
 }  // namespace
