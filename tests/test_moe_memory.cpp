@@ -105,6 +105,21 @@ TEST(MoeMemory, FoldedExpertStatesSummedOverAllGpus) {
     EXPECT_EQ(cases, (28 + 31) * 4);
 }
 
+// Whole experts at ep 1 (etp 1, tp 2, dp 2: all four GPUs in one 100 GB/s domain): each GPU holds
+// (196,160 + 64) / 2 = 98,112 dense parameters and all 786,432 expert ones. The dense gradients
+// (fp32) all-reduce over the 2 dp ranks, 2 x 1/2 x 4 B each; the expert ones over all 4 GPUs
+// that hold the same experts, 2 x 3/4 x 4 B each. One micro-batch, ZeRO 0.
+TEST(MoeMemory, WholeExpertsReduceOverTheirOwnReplicas) {
+    ParallelConfig p;
+    p.tp = 2;
+    p.dp = 2;
+    p.etp = 1;
+    p.sequence_parallel = true;
+    const TrainResult r = step_over(tiny_moe(), round_system(), testing::batch_of(2, false), p);
+    EXPECT_EQ(r.microbatches, 1);
+    EXPECT_NEAR(r.link.dp_s, (4.0 * 98112 + 6.0 * 786432) / 100e9, 1e-12);
+}
+
 // GPT-MoE 1.8T on 4,096 GPUs (tp 2, dp 1024, cp 2, ep 4, ZeRO 1): Adam's 12 bytes for each of
 // its parameters, held once over the machine, plus the final norm's second tp copy. By hand:
 // per layer 4h^2 + 2h + 16h + 16 x 3 x h x 30,720 with h = 15,360; 76 layers; embedding and head
@@ -191,6 +206,10 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     const LayerOps l2 = layer_ops(m, tp2, LayerKind::moe);
     EXPECT_DOUBLE_EQ(gemm(l2, "expert_up").n, 128);
     EXPECT_DOUBLE_EQ(gemm(l2, "expert_down").k, 64);
+    // With sequence parallelism the router's input is kept as the rank's 128-token shard
+    // (regathered for backward, as Megatron does): 128 x 64 x 2 bytes.
+    tp2.sequence_parallel = true;
+    EXPECT_DOUBLE_EQ(op(layer_ops(m, tp2, LayerKind::moe), "moe_router").saved_bytes, 16384);
     // Top-1 halves the copies and the traffic; ep 1 has none.
     ModelSpec top1 = m;
     top1.moe.top_k = 1;

@@ -318,7 +318,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const bool shared = m.moe.shared_experts > 0;
 
     // The router and the shared experts read the same input; it is kept once.
-    weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : own * d.h * d.e, LoraTarget::none);
+    weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
     const double a2a = routed * d.h * d.e;
     if (s.ep > 1) {
         out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});

@@ -75,6 +75,9 @@ struct ParallelConfig {
     [[nodiscard]] int64_t expert_tp() const { return etp > 0 ? etp : tp; }
     // GPUs of a stage holding the same experts: tp x dp x cp / (ep x etp).
     [[nodiscard]] int64_t expert_replicas() const { return tp * dp * cp / (ep * expert_tp()); }
+    // Whether the expert parameters' replicas differ from the dense ones' (the dp x cp ranks),
+    // so their gradients reduce over a group of their own.
+    [[nodiscard]] bool experts_have_own_replicas() const { return ep > 1 || expert_tp() != tp; }
 };
 
 }  // namespace sm

@@ -89,8 +89,8 @@ CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, n, u);  // gradients reduce over dp x cp
     c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, n, u);
     // Ranks etp x ep apart hold the same experts (Megatron's expert rank order tp-ep-dp-pp).
-    c.expert_dp = p.ep > 1 || p.expert_tp() != p.tp ? place_group(p.expert_tp() * p.ep, p.expert_replicas(), n, u)
-                                                      : c.span[idx(CommGroup::dp)];
+    c.expert_dp = p.experts_have_own_replicas() ? place_group(p.expert_tp() * p.ep, p.expert_replicas(), n, u)
+                                                : c.span[idx(CommGroup::dp)];
     return c;
 }
 

@@ -295,15 +295,16 @@ double exposed_reduction(double link, double window, double layers, int64_t chun
 }
 
 // Data parallelism over dp x cp replicas: gradient reduction and parameter gathers (ZeRO) of
-// `f`, the GPU with the most parameters. Expert parameters have dp x cp / ep replicas (the ep
-// ranks are carved out of dp x cp): their gradients reduce over that smaller group.
+// `f`, the GPU with the most parameters. Expert parameters have tp x dp x cp / (ep x etp)
+// replicas (dp x cp / ep by default; more with whole experts): their gradients reduce over
+// that group of their own.
 void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const StageFigures& f,
                         double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
     if (p.dp * p.cp == 1) return;
     const SystemSpec& sys = c.system;
     const TrainingSpec& t = c.training;
     const double wbytes = stored_weight_bytes(t.precision), gbytes = bytes_per_element(t.grad_precision);
-    const bool split_experts = p.ep > 1 && f.experts > 0;
+    const bool split_experts = p.experts_have_own_replicas() && f.experts > 0;
     const GroupSpan& g = spans.span[idx(CommGroup::dp)];
     const GroupSpan& ge = spans.expert_dp;
     // `all` parameters of which `experts` are expert ones, `bytes_per_param` each.
