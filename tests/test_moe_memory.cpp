@@ -27,82 +27,54 @@ constexpr double kFinalNorm = 64;
 constexpr double kDense = 4 * 17024 + 64000 + 64000 + kFinalNorm;  // 196,160 (embedding, head, final norm)
 constexpr double kExperts = 4 * 196608;                             // 786,432
 
-// Every layout of tp 1-4, dp 1-8, cp 1-2, ep 1-8 (ep | dp x cp) and ZeRO 0-3 on one stage, where
-// every GPU holds the same: the sum over the machine is gpus x one GPU.
-// Expected sum of parameter copies: dense weights replicated dp x cp times (once when ZeRO
-// partitions this state), experts dp x cp / ep times (once when partitioned). The final norm is
+// Every layout of tp 1-4, dp 1-8, cp 1-2, ep 1-8 and ZeRO 0-3 on one stage, where every GPU holds
+// the same: the sum over the machine is gpus x one GPU. Experts split by tp (etp = tp, the
+// default; ep | dp x cp) or whole (etp 1 with sequence parallelism; ep | tp x dp x cp).
+// Expected sum of parameter copies: dense weights replicated dp x cp times, experts
+// tp x dp x cp / (ep x etp) times (each once when ZeRO partitions this state). The final norm is
 // kept whole by each tp rank (the model counts a layer's norms as split with the layer).
 TEST(MoeMemory, StatesSummedOverAllGpusAreTheModelTimesItsReplication) {
     const ModelSpec m = tiny_moe();
     const SystemSpec s = round_system();
-    int cases = 0;
+    int cases[2] = {0, 0};
+    for (const bool whole : {false, true})
     for (const int64_t tp : {1, 2, 4})
     for (const int64_t dp : {1, 2, 4, 8})
     for (const int64_t cp : {1, 2})
     for (const int64_t ep : {1, 2, 4, 8})
     for (const int64_t zero : {0, 1, 2, 3}) {
-        if ((dp * cp) % ep != 0) continue;  // ep is carved out of dp x cp
+        if (whole && tp == 1) continue;                             // etp 1 = tp: nothing to fold
+        if (((whole ? tp : 1) * dp * cp) % ep != 0) continue;  // what ep is carved out of
         ParallelConfig p;
         p.tp = tp;
         p.dp = dp;
         p.cp = cp;
         p.ep = ep;
         p.zero = zero;
-        ++cases;
+        if (whole) {
+            p.etp = 1;
+            p.sequence_parallel = true;
+        }
+        ++cases[whole];
         TrainingSpec t;
         t.global_batch = p.dp;
-        const TrainMemory mem = step_over(m, s, t, p).memory;
-        const double gpus = static_cast<double>(p.tp * p.dp * p.cp);
-        const double dpc = static_cast<double>(p.dp * p.cp), edp = dpc / static_cast<double>(p.ep);
-        const double dense = kDense + kFinalNorm * static_cast<double>(p.tp - 1);
-        auto copies = [&](bool partitioned) { return partitioned ? dense + kExperts : dpc * dense + edp * kExperts; };
-        SCOPED_TRACE(::testing::Message() << "tp " << p.tp << " dp " << p.dp << " cp " << p.cp << " ep " << p.ep
-                                          << " zero " << p.zero);
-        EXPECT_NEAR(gpus * mem.weights_bytes / 2, copies(p.zero == 3), 1e-9 * copies(p.zero == 3));
-        EXPECT_NEAR(gpus * mem.gradients_bytes / 4, copies(p.zero >= 2), 1e-9 * copies(p.zero >= 2));
-        EXPECT_NEAR(gpus * mem.optimizer_bytes / 12, copies(p.zero >= 1), 1e-9 * copies(p.zero >= 1));
-        // The optimizer streams 30 bytes per parameter it holds (tests/test_zero.cpp).
-        const double opt_s = step_over(m, s, t, p).breakdown.optimizer_s;
-        EXPECT_NEAR(gpus * opt_s * 1e12 / 30, copies(p.zero >= 1), 1e-9 * copies(p.zero >= 1));
-    }
-    EXPECT_EQ(cases, 3 * 23 * 4);  // tp x the 23 (dp, cp, ep) with ep | dp cp x ZeRO 0-3
-}
-
-// The same with whole experts (etp 1, sequence parallelism): ep is carved out of tp x dp x cp, so
-// the expert parameters are held tp x dp x cp / ep times over the machine.
-TEST(MoeMemory, FoldedExpertStatesSummedOverAllGpus) {
-    const ModelSpec m = tiny_moe();
-    const SystemSpec s = round_system();
-    int cases = 0;
-    for (const int64_t tp : {2, 4})
-    for (const int64_t dp : {1, 2, 4, 8})
-    for (const int64_t cp : {1, 2})
-    for (const int64_t ep : {1, 2, 4, 8})
-    for (const int64_t zero : {0, 1, 2, 3}) {
-        if ((tp * dp * cp) % ep != 0) continue;
-        ParallelConfig p;
-        p.tp = tp;
-        p.dp = dp;
-        p.cp = cp;
-        p.ep = ep;
-        p.etp = 1;
-        p.sequence_parallel = true;
-        p.zero = zero;
-        ++cases;
-        TrainingSpec t;
-        t.global_batch = p.dp;
-        const TrainMemory mem = step_over(m, s, t, p).memory;
+        const TrainResult r = step_over(m, s, t, p);
+        const TrainMemory& mem = r.memory;
         const double gpus = static_cast<double>(tp * dp * cp);
-        const double dpc = static_cast<double>(dp * cp), edp = gpus / static_cast<double>(ep);
+        const double dpc = static_cast<double>(dp * cp);
+        const double edp = gpus / static_cast<double>(ep * (whole ? 1 : tp));
         const double dense = kDense + kFinalNorm * static_cast<double>(tp - 1);
         auto copies = [&](bool partitioned) { return partitioned ? dense + kExperts : dpc * dense + edp * kExperts; };
-        SCOPED_TRACE(::testing::Message() << "tp " << tp << " dp " << dp << " cp " << cp << " ep " << ep << " zero " << zero);
+        SCOPED_TRACE(::testing::Message() << (whole ? "etp 1" : "etp tp") << " tp " << tp << " dp " << dp << " cp " << cp << " ep "
+                                          << ep << " zero " << zero);
         EXPECT_NEAR(gpus * mem.weights_bytes / 2, copies(zero == 3), 1e-9 * copies(zero == 3));
         EXPECT_NEAR(gpus * mem.gradients_bytes / 4, copies(zero >= 2), 1e-9 * copies(zero >= 2));
         EXPECT_NEAR(gpus * mem.optimizer_bytes / 12, copies(zero >= 1), 1e-9 * copies(zero >= 1));
+        // The optimizer streams 30 bytes per parameter it holds (tests/test_zero.cpp).
+        EXPECT_NEAR(gpus * r.breakdown.optimizer_s * 1e12 / 30, copies(zero >= 1), 1e-9 * copies(zero >= 1));
     }
-    // (dp, cp, ep) with ep | tp dp cp: 28 at tp 2, 31 at tp 4; ZeRO 0-3.
-    EXPECT_EQ(cases, (28 + 31) * 4);
+    EXPECT_EQ(cases[0], 3 * 23 * 4);         // tp x the 23 (dp, cp, ep) with ep | dp cp x ZeRO 0-3
+    EXPECT_EQ(cases[1], (28 + 31) * 4);      // (dp, cp, ep) with ep | tp dp cp: 28 at tp 2, 31 at tp 4
 }
 
 // Whole experts at ep 1 (etp 1, tp 2, dp 2: all four GPUs in one 100 GB/s domain): each GPU holds

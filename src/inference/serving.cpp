@@ -92,7 +92,6 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     const InferenceSpec& s = c.inference;
     const Flow f = flow(s, concurrency, role);
     ServingPoint r;
-    r.role = role;
     r.concurrency = concurrency;
     r.micro_batches = micro_batches(p, concurrency);
     r.steps_per_request = f.steps;

@@ -18,7 +18,6 @@ namespace sm {
 enum class ServeRole { both, prefill, decode };
 
 struct ServingPoint {
-    ServeRole role = ServeRole::both;
     int64_t concurrency = 0;        // requests in flight per replica (closed loop: a finished one is replaced)
     int64_t micro_batches = 1;      // min(pp, concurrency): the in-flight set split over the stages
     double steps_per_request = 0;   // engine steps from arrival to the last token

@@ -128,10 +128,11 @@ namespace {
 
 // Every point of one pool: each layout of each instance size at each concurrency worth trying
 // (and the largest meeting the pool's own target), kept when it fits and meets that target.
-// `ttft_budgets`: for a prefill pool, the TTFT targets left after each possible KV transfer (the
-// largest concurrency meeting each is tried).
+// `partners`: for a prefill pool, the decode pool's layouts; TTFT includes the KV transfer to
+// each, so the largest concurrency meeting what each transfer leaves of the target is tried too.
 std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole role, const ServeTargets& t,
-                                  const std::vector<double>& ttft_budgets = {}) {
+                                  const std::vector<ServeHit>& partners = {}) {
+    const bool within = gpus <= c.system.used_per_domain();
     std::vector<ServeHit> out;
     for (const int64_t g : instance_sizes(gpus))
         for (const ParallelConfig& p : serving_layouts(c.model, c.system, g)) {
@@ -143,13 +144,11 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
             };
             std::vector<int64_t> tries = concurrency_candidates(c, limit, role);
             tries.push_back(largest_on_prefix([&](int64_t n) { return ok(serve_at(c, p, n, role)); }, limit));
-            for (const double budget : ttft_budgets)
-                tries.push_back(largest_on_prefix(
-                    [&](int64_t n) {
-                        const ServingPoint pt = serve_at(c, p, n, role);
-                        return ok(pt) && pt.ttft_s <= budget;
-                    },
-                    limit));
+            if (t.ttft_s > 0)
+                for (const ServeHit& partner : partners) {
+                    const double budget = t.ttft_s - kv_transfer_s(c, p, partner.layout, within);
+                    tries.push_back(largest_on_prefix([&](int64_t n) { return serve_at(c, p, n, role).ttft_s <= budget; }, limit));
+                }
             std::sort(tries.begin(), tries.end());
             tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
             for (const int64_t n : tries) {
@@ -190,17 +189,8 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
         return a.point.requests_per_s > b.point.requests_per_s;
     });
     decode.erase(std::unique(decode.begin(), decode.end(), same), decode.end());
+    const std::vector<ServeHit> prefill = pool_points(c, gpus, ServeRole::prefill, targets, decode);
     const bool within = gpus <= c.system.used_per_domain();
-    // TTFT includes the transfer, which depends on the pairing: a prefill pool is tried at the
-    // largest concurrency meeting what each transfer leaves of the target.
-    std::vector<double> budgets;
-    if (targets.ttft_s > 0)
-        for (const int64_t g : instance_sizes(gpus))
-            for (const ParallelConfig& pf : serving_layouts(c.model, c.system, g))
-                for (const ServeHit& dc : decode) budgets.push_back(targets.ttft_s - kv_transfer_s(c, pf, dc.layout, within));
-    std::sort(budgets.begin(), budgets.end());
-    budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
-    const std::vector<ServeHit> prefill = pool_points(c, gpus, ServeRole::prefill, targets, budgets);
     r.prefill_points = static_cast<int64_t>(prefill.size());
     r.decode_points = static_cast<int64_t>(decode.size());
     const double out_len = static_cast<double>(c.inference.output_len);
