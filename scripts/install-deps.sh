@@ -7,6 +7,9 @@ pkgs=(build-essential cmake nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-
 # Optional for building (CMake skips scalemodel_mpi without it), installed so that the MPI build
 # and its test run: `mpirun -n K build/scalemodel_mpi sweep ...` splits a study across ranks.
 pkgs+=(libopenmpi-dev openmpi-bin)
+# The Python module (build/python/scalemodel), its plots and its tests: Debian's interpreter and
+# libraries (CMake builds the module for /usr/bin/python3, where these are).
+pkgs+=(pybind11-dev python3-dev python3-pytest python3-matplotlib python3-pandas python3-numpy)
 if [[ ${SCALEMODEL_WITH_CLANG:-0} == 1 ]]; then
   pkgs+=(clang clang-tidy)
   # libFuzzer and the sanitizer runtimes ship as libclang-rt-N-dev for clang N: match the clang

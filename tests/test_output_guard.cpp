@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 
 // The CLI's plumbing is not part of scalemodel_core; compile it into this test directly.
@@ -15,6 +16,12 @@ namespace {
 const double kNan = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
+// A command's streams as strings.
+struct Captured {
+    std::ostringstream out, err;
+    Io io{out, err, false, std::nullopt};
+};
+
 TEST(OutputGuard, FindsTheFirstNonFiniteNumberByPath) {
     EXPECT_EQ(find_non_finite(Json{{"a", 1.0}, {"b", {{"c", 2}}}}), "");
     EXPECT_EQ(find_non_finite(Json{{"a", 1.0}, {"b", {{"c", kNan}}}}), "b.c");
@@ -25,11 +32,10 @@ TEST(OutputGuard, FindsTheFirstNonFiniteNumberByPath) {
 }
 
 TEST(OutputGuard, EmitJsonRefusesNonFinite) {
-    testing::internal::CaptureStdout();
-    testing::internal::CaptureStderr();
-    const int rc = emit_json(Json{{"breakdown", {{"compute_s", kNan}}}});
-    const std::string out = testing::internal::GetCapturedStdout();
-    const std::string err = testing::internal::GetCapturedStderr();
+    Captured c;
+    const int rc = emit_json(c.io, Json{{"breakdown", {{"compute_s", kNan}}}});
+    const std::string out = c.out.str();
+    const std::string err = c.err.str();
     EXPECT_EQ(rc, kExitInternal);
     EXPECT_EQ(out, "");
     EXPECT_NE(err.find("internal error: breakdown.compute_s is not a finite number"), std::string::npos) << err;
@@ -37,31 +43,29 @@ TEST(OutputGuard, EmitJsonRefusesNonFinite) {
 }
 
 TEST(OutputGuard, EmitCheckedRefusesNonFiniteText) {
-    testing::internal::CaptureStdout();
-    testing::internal::CaptureStderr();
-    const int rc = emit_checked(Json{{"tokens_per_s", kInf}}, "tokens/s: inf\n");
-    const std::string out = testing::internal::GetCapturedStdout();
-    const std::string err = testing::internal::GetCapturedStderr();
+    Captured c;
+    const int rc = emit_checked(c.io, Json{{"tokens_per_s", kInf}}, "tokens/s: inf\n");
+    const std::string out = c.out.str();
+    const std::string err = c.err.str();
     EXPECT_EQ(rc, kExitInternal);
     EXPECT_EQ(out, "");
     EXPECT_NE(err.find("tokens_per_s"), std::string::npos) << err;
 }
 
 TEST(OutputGuard, FiniteOutputPassesThrough) {
-    testing::internal::CaptureStdout();
-    EXPECT_EQ(emit_json(Json{{"step_time_s", 1.5}}), kExitOk);
-    EXPECT_NE(testing::internal::GetCapturedStdout().find("\"step_time_s\": 1.5"), std::string::npos);
-    testing::internal::CaptureStdout();
-    EXPECT_EQ(emit_checked(Json{{"x", 1.0}}, "hello\n"), kExitOk);
-    EXPECT_EQ(testing::internal::GetCapturedStdout(), "hello\n");
+    Captured a, b;
+    EXPECT_EQ(emit_json(a.io, Json{{"step_time_s", 1.5}}), kExitOk);
+    EXPECT_NE(a.out.str().find("\"step_time_s\": 1.5"), std::string::npos);
+    EXPECT_EQ(emit_checked(b.io, Json{{"x", 1.0}}, "hello\n"), kExitOk);
+    EXPECT_EQ(b.out.str(), "hello\n");
+    EXPECT_EQ(a.err.str() + b.err.str(), "");
 }
 
 TEST(OutputGuard, BadInputIsOneLineOnStderr) {
-    testing::internal::CaptureStdout();
-    testing::internal::CaptureStderr();
-    EXPECT_EQ(bad_input({"parallel.tp", "0", "expected an integer from 1 to 1048576"}), kExitBadInput);
-    EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
-    EXPECT_EQ(testing::internal::GetCapturedStderr(),
+    Captured c;
+    EXPECT_EQ(bad_input(c.io, {"parallel.tp", "0", "expected an integer from 1 to 1048576"}), kExitBadInput);
+    EXPECT_EQ(c.out.str(), "");
+    EXPECT_EQ(c.err.str(),
               "scalemodel: error: parallel.tp: got 0; expected an integer from 1 to 1048576\n");
 }
 

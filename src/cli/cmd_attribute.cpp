@@ -23,7 +23,7 @@ std::string subset_names(const std::vector<FactorGroup>& groups, uint64_t mask) 
 
 }  // namespace
 
-Runner add_attribute(CLI::App& app, const Cluster& cluster) {
+Runner add_attribute(CLI::App& app, const Io& io, const Cluster& cluster) {
     struct Opts : StudyArgs {
         std::string to;
     };
@@ -31,22 +31,22 @@ Runner add_attribute(CLI::App& app, const Cluster& cluster) {
     CLI::App* cmd = app.add_subcommand("attribute", "Split the speed-up from SCENARIO to another among its causes (Shapley values)");
     add_study_options(cmd, *o, {"train", "search"});
     cmd->add_option("--to", o->to, "the other scenario (JSON file); --set applies to SCENARIO only")->required();
-    return [cmd, o, cluster]() -> int {
+    return [cmd, o, cluster, &io]() -> int {
         if (!cmd->parsed()) return -1;
-        auto setup = setup_study(*o, cluster);
-        if (!setup) return bad_input(setup.error());
+        auto setup = setup_study(io, *o, cluster);
+        if (!setup) return bad_input(io, setup.error());
         StudySetup& st = setup.value();
-        Expected<Json> other_doc = read_scenario_file(o->to);
-        if (!other_doc) return bad_input({"--to", other_doc.error().given, other_doc.error().allowed});
+        Expected<Json> other_doc = read_scenario(io, o->to);
+        if (!other_doc) return bad_input(io, {"--to", other_doc.error().given, other_doc.error().allowed});
         Expected<Scenario> other = build_scenario(other_doc.value(), Purpose::search);
-        if (!other) return bad_input({"--to", quote_input(o->to), other.error().message()});
+        if (!other) return bad_input(io, {"--to", quote_input(o->to), other.error().message()});
         const Json from = study_base_doc(st.base), to = study_base_doc(other.value());
         const std::vector<FactorGroup> groups = factor_groups(from, to);
         if (groups.size() > kMaxFactorGroups)
-            return bad_input({"--to", fmt::format("{} differing factor groups", groups.size()),
+            return bad_input(io, {"--to", fmt::format("{} differing factor groups", groups.size()),
                               fmt::format("at most {} ({} subsets)", kMaxFactorGroups, uint64_t{1} << kMaxFactorGroups)});
         const size_t n = size_t{1} << groups.size();
-        st.options.progress = study_progress(*o, cluster, "attribute");
+        st.options.progress = study_progress(io, *o, cluster, "attribute");
         const auto start = std::chrono::steady_clock::now();
         std::vector<PointOutcome> out;
         {
@@ -59,20 +59,20 @@ Runner add_attribute(CLI::App& app, const Cluster& cluster) {
         size_t done = 0;
         for (size_t mask = 0; mask < n; ++mask) done += out[mask].status != PointStatus::skipped;
         if (done < n) {
-            std::cerr << fmt::format("scalemodel: interrupted: {} of {} subsets finished; an attribution needs all of them\n", done, n);
+            io.err << fmt::format("scalemodel: interrupted: {} of {} subsets finished; an attribution needs all of them\n", done, n);
             return kExitInterrupted;
         }
         for (size_t mask = 0; mask < n; ++mask) {
             const PointOutcome& p = out[mask];
             if (p.status != PointStatus::ok || !(p.value > 0))
-                return bad_input({"--to", quote_input(o->to),
+                return bad_input(io, {"--to", quote_input(o->to),
                                   fmt::format("the subset {} of the factor groups does not evaluate ({}); attribution needs every "
                                               "combination to (try --mode search, or a layout valid on both systems)",
                                               subset_names(groups, mask), p.message.empty() ? "objective not positive" : p.message)});
             values[mask] = p.value;
         }
         const Attribution a = attribution_from(groups, values, st.options.objective);
-        return emit_study(*o, cluster, attribution_json(a, st.header), attribution_text(a, st.header, scenario_title(other.value())),
+        return emit_study(io, *o, cluster, attribution_json(a, st.header), attribution_text(a, st.header, scenario_title(other.value())),
                           attribution_csv(a), elapsed, n, n);
     };
 }

@@ -18,17 +18,17 @@ namespace {
 constexpr int64_t kMaxSweepBatch = int64_t{1} << 20;  // inference.batch's own limit
 constexpr size_t kMaxSweepPoints = 4096;
 
-void warn_memory(const Scenario& s, const InferResult& r) {
+void warn_memory(const Io& io, const Scenario& s, const InferResult& r) {
     if (!r.fits_in_memory)
-        std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
+        io.err << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
                   << " has " << gib(s.system.accel.memory_bytes) << " (largest batch that fits: " << r.max_batch_fits << ")\n";
     if (s.inference.input_len + s.inference.output_len > s.model.seq_len)
-        std::cerr << "scalemodel: warning: input_len + output_len = " << s.inference.input_len + s.inference.output_len
+        io.err << "scalemodel: warning: input_len + output_len = " << s.inference.input_len + s.inference.output_len
                   << " exceeds the model's context (model.seq_len = " << s.model.seq_len << ")\n";
 }
 
 // `--concurrency C` or `--max-throughput`: the continuous-batching steady state.
-int run_serving(const Scenario& s, std::optional<int64_t> concurrency, Format fmt) {
+int run_serving(const Io& io, const Scenario& s, std::optional<int64_t> concurrency, Format fmt) {
     const InferContext c{s.model, s.system, s.inference};
     const int64_t limit = max_concurrency_that_fits(c, s.parallel);
     ServingPoint r;
@@ -36,12 +36,12 @@ int run_serving(const Scenario& s, std::optional<int64_t> concurrency, Format fm
     if (concurrency) {
         r = serve_at(c, s.parallel, *concurrency);
         if (!r.fits_in_memory)
-            std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
+            io.err << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
                       << " has " << gib(s.system.accel.memory_bytes) << " (largest concurrency that fits: " << limit << ")\n";
     } else {
         std::optional<ServingPoint> best = max_throughput(c, s.parallel);
         if (!best)
-            return bad_input({"--max-throughput", "",
+            return bad_input(io, {"--max-throughput", "",
                               fmt::format("not even one request fits in {} per GPU with tp {} pp {} (weights {})",
                                           gib(s.system.accel.memory_bytes), s.parallel.tp, s.parallel.pp,
                                           gib(serving_memory(c, s.parallel, 1).weights_bytes))});
@@ -50,16 +50,16 @@ int run_serving(const Scenario& s, std::optional<int64_t> concurrency, Format fm
     }
     const Json j = serve_json(s, r, mode, limit);
     switch (fmt) {
-        case Format::json: return emit_json(j);
-        case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
-        case Format::text: return emit_checked(j, serve_text(s, r, mode, limit));
+        case Format::json: return emit_json(io, j);
+        case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
+        case Format::text: return emit_checked(io, j, serve_text(s, r, mode, limit));
     }
     return kExitOk;
 }
 
 }  // namespace
 
-Runner add_infer(CLI::App& app) {
+Runner add_infer(CLI::App& app, const Io& io) {
     struct Opts {
         std::string scenario;
         std::vector<std::string> sets;
@@ -82,28 +82,28 @@ Runner add_infer(CLI::App& app) {
     conc->excludes(best);
     for (auto* opt : {conc, best}) opt->excludes("--sweep-batch");
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         std::optional<std::vector<int64_t>> sweep;
         if (!o->sweep.empty()) {
             auto sw = parse_int_list(o->sweep, {"--sweep-batch", "1:256:x2", kMaxSweepBatch, kMaxSweepPoints});
-            if (!sw) return bad_input(sw.error());
+            if (!sw) return bad_input(io, sw.error());
             sweep = sw.value();
         }
-        auto s = load(o->scenario, o->sets, Purpose::infer);
-        if (!s) return bad_input(s.error());
-        note_assumptions(*s, Purpose::infer);
+        auto s = load(io, o->scenario, o->sets, Purpose::infer);
+        if (!s) return bad_input(io, s.error());
+        note_assumptions(io, *s, Purpose::infer);
         const Format fmt = parse_format(o->format);
         if (o->concurrency > 0 || o->max_throughput)
-            return run_serving(*s, o->concurrency > 0 ? std::optional<int64_t>(o->concurrency) : std::nullopt, fmt);
+            return run_serving(io, *s, o->concurrency > 0 ? std::optional<int64_t>(o->concurrency) : std::nullopt, fmt);
         if (!sweep) {
             const InferResult r = evaluate_inference({s->model, s->system, s->inference}, s->parallel);
-            warn_memory(*s, r);
+            warn_memory(io, *s, r);
             const Json j = infer_json(*s, r);
             switch (fmt) {
-                case Format::json: return emit_json(with_overrides(j, o->sets));
-                case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
-                case Format::text: return emit_checked(j, infer_text(*s, r));
+                case Format::json: return emit_json(io, with_overrides(j, o->sets));
+                case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
+                case Format::text: return emit_checked(io, j, infer_text(*s, r));
             }
             return kExitOk;
         }
@@ -120,9 +120,9 @@ Runner add_infer(CLI::App& app) {
         }
         const Json j = sweep_json(*s, pts);
         switch (fmt) {
-            case Format::json: return emit_json(with_overrides(j, o->sets));
-            case Format::csv: return emit_checked(j, sweep_csv(pts));
-            case Format::text: return emit_checked(j, sweep_text(*s, pts));
+            case Format::json: return emit_json(io, with_overrides(j, o->sets));
+            case Format::csv: return emit_checked(io, j, sweep_csv(pts));
+            case Format::text: return emit_checked(io, j, sweep_text(*s, pts));
         }
         return kExitOk;
     };

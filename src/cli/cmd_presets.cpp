@@ -8,7 +8,7 @@
 
 namespace sm::cli {
 
-Runner add_presets(CLI::App& app) {
+Runner add_presets(CLI::App& app, const Io& io) {
     struct Opts {
         std::string kind;
         std::string format = "text";
@@ -17,7 +17,7 @@ Runner add_presets(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("presets", "List the built-in models and systems");
     cmd->add_option("KIND", o->kind, "models or systems (default: both)")->check(CLI::IsMember({"models", "systems"}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json"}));
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         Json out = Json::object();
         std::string text;
@@ -27,9 +27,9 @@ Runner add_presets(CLI::App& app) {
                                 "hidden", "heads", "kv", "vocab", "seq", "ffn");
             for (const auto& name : model_preset_names()) {
                 auto j = model_preset_json(name);
-                if (!j) return bad_input(j.error());
+                if (!j) return bad_input(io, j.error());
                 auto m = parse_model(j.value(), "presets/models/" + name);
-                if (!m) return bad_input(m.error());
+                if (!m) return bad_input(io, m.error());
                 const double params = count_params(m.value()).total();
                 Json entry = j.value();
                 entry["params"] = params;
@@ -48,9 +48,9 @@ Runner add_presets(CLI::App& app) {
                                 "bf16 TF/s", "HBM GiB", "HBM TB/s", "domain", "up GB/s", "out GB/s");
             for (const auto& name : system_preset_names()) {
                 auto j = system_preset_json(name);
-                if (!j) return bad_input(j.error());
+                if (!j) return bad_input(io, j.error());
                 auto s = parse_system(j.value(), "presets/systems/" + name);
-                if (!s) return bad_input(s.error());
+                if (!s) return bad_input(io, s.error());
                 list.push_back(j.value());
                 text += fmt::format("{:<16} {:<16} {:>10.0f} {:>9.0f} {:>9.2f} {:>7} {:>10.0f} {:>10.0f}\n", name,
                                     s->accel.name, s->accel.matrix_peak(Precision::bf16).value_or(0) / 1e12,
@@ -59,8 +59,8 @@ Runner add_presets(CLI::App& app) {
             }
             out["systems"] = list;
         }
-        if (o->format == "json") return emit_json(out);
-        std::cout << text;
+        if (o->format == "json") return emit_json(io, out);
+        io.out << text;
         return kExitOk;
     };
 }

@@ -5,7 +5,7 @@
 
 namespace sm::cli {
 
-Runner add_resolve(CLI::App& app) {
+Runner add_resolve(CLI::App& app, const Io& io) {
     struct Opts {
         std::string scenario;
         std::vector<std::string> sets;
@@ -14,12 +14,12 @@ Runner add_resolve(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("resolve", "Print the fully resolved scenario (presets and defaults filled in) as JSON");
     cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (default: the built-in scenario)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         // Only the parser's rules: a layout is checked by the command that uses it.
-        auto s = load(o->scenario, o->sets, Purpose::search);
-        if (!s) return bad_input(s.error());
-        return emit_json(s->full);
+        auto s = load(io, o->scenario, o->sets, Purpose::search);
+        if (!s) return bad_input(io, s.error());
+        return emit_json(io, s->full);
     };
 }
 

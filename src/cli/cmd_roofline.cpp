@@ -23,7 +23,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 }  // namespace
 
-Runner add_roofline(CLI::App& app) {
+Runner add_roofline(CLI::App& app, const Io& io) {
     struct Opts {
         std::string scenario;
         std::vector<std::string> sets;
@@ -38,20 +38,20 @@ Runner add_roofline(CLI::App& app) {
     cmd->add_option("--systems", o->systems, "compare system presets side by side: A,B,... (default: the scenario's)");
     cmd->add_option("--context", o->context, "decode step's context length (default input_len + output_len/2)");
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         if (o->context < 0 || o->context > (int64_t{1} << 25))
-            return bad_input({"--context", std::to_string(o->context), "a context length from 1 to 33554432 (0: default)"});
-        Expected<Json> doc = read_scenario_file(o->scenario);
-        if (!doc) return bad_input(doc.error());
+            return bad_input(io, {"--context", std::to_string(o->context), "a context length from 1 to 33554432 (0: default)"});
+        Expected<Json> doc = read_scenario(io, o->scenario);
+        if (!doc) return bad_input(io, doc.error());
         Expected<Json> over = apply_overrides(std::move(doc).value(), o->sets);
-        if (!over) return bad_input(over.error());
+        if (!over) return bad_input(io, over.error());
         std::vector<Json> docs;
         if (o->systems.empty()) {
             docs.push_back(over.value());
         } else {
             for (const std::string& name : split_commas(o->systems)) {
-                if (name.empty()) return bad_input({"--systems", quote_input(o->systems), "comma-separated system presets, e.g. dgx-a100-80gb,dgx-h100"});
+                if (name.empty()) return bad_input(io, {"--systems", quote_input(o->systems), "comma-separated system presets, e.g. dgx-a100-80gb,dgx-h100"});
                 Json d = over.value();
                 d["system"] = Json{{"preset", name}};  // the whole system replaced, overrides included
                 docs.push_back(std::move(d));
@@ -63,18 +63,18 @@ Runner add_roofline(CLI::App& app) {
             if (!s) {
                 InputError e = s.error();
                 if (!o->systems.empty() && e.path == "system.preset") e.path = "--systems";
-                return bad_input(e);
+                return bad_input(io, e);
             }
             const InferContext c{s->model, s->system, s->inference};
             Roofline r = inference_roofline(c, s->parallel, o->context);
             rs.push_back({std::move(s).value(), std::move(r)});
         }
-        note_assumptions(rs.front().scenario, Purpose::infer);
+        note_assumptions(io, rs.front().scenario, Purpose::infer);
         const Json j = roofline_json(rs);
         switch (parse_format(o->format)) {
-            case Format::json: return emit_json(j);
-            case Format::csv: return emit_checked(j, roofline_csv(rs));
-            case Format::text: return emit_checked(j, roofline_text(rs));
+            case Format::json: return emit_json(io, j);
+            case Format::csv: return emit_checked(io, j, roofline_csv(rs));
+            case Format::text: return emit_checked(io, j, roofline_text(rs));
         }
         return kExitOk;
     };

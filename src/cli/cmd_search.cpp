@@ -44,14 +44,14 @@ std::string score_text(Objective o, double score) {
 }
 
 // One line on a terminal's stderr, redrawn in place.
-ProgressFn progress_bar(Objective obj, int64_t gpus) {
-    return [obj, gpus](const SearchProgress& p) {
+ProgressFn progress_bar(const Io& io, Objective obj, int64_t gpus) {
+    return [&io, obj, gpus](const SearchProgress& p) {
         const double frac = p.total > 0 ? std::min(1.0, static_cast<double>(p.done) / static_cast<double>(p.total)) : 0.0;
         constexpr int kWidth = 24;
         const int filled = static_cast<int>(frac * kWidth);
         const double per_s = p.elapsed_s > 0 ? static_cast<double>(p.done) / p.elapsed_s : 0.0;
         const double left_s = p.done > 0 ? p.elapsed_s * static_cast<double>(p.total - p.done) / static_cast<double>(p.done) : 0.0;
-        std::cerr << fmt::format("\r\033[K{} GPUs [{}{}] {:3.0f}%  {}/{} layouts  {}layouts/s  best {}  ~{:.1f} s left", gpus,
+        io.err << fmt::format("\r\033[K{} GPUs [{}{}] {:3.0f}%  {}/{} layouts  {}layouts/s  best {}  ~{:.1f} s left", gpus,
                                  std::string(static_cast<size_t>(filled), '#'), std::string(static_cast<size_t>(kWidth - filled), '.'),
                                  100 * frac, count(p.done), count(p.total), rate(per_s),
                                  p.have_best ? score_text(obj, p.best_score) : std::string("-"), left_s)
@@ -59,7 +59,7 @@ ProgressFn progress_bar(Objective obj, int64_t gpus) {
     };
 }
 
-void clear_progress() { std::cerr << "\r\033[K" << std::flush; }
+void clear_progress(const Io& io) { io.err << "\r\033[K" << std::flush; }
 
 Scenario with_layout(const Scenario& s, const ParallelConfig& p) {
     Scenario out = s;
@@ -138,7 +138,7 @@ std::string csv_of(const Scenario& s, const Json& results, double tokens) {
 
 }  // namespace
 
-Runner add_search(CLI::App& app) {
+Runner add_search(CLI::App& app, const Io& io) {
     struct Opts {
         std::string scenario;
         std::vector<std::string> sets;
@@ -168,36 +168,36 @@ Runner add_search(CLI::App& app) {
         ->check(CLI::Range(1.0, 1e18));
     cmd->add_flag("--cross-domain-tp", o->cross_domain_tp, "also search tensor parallelism beyond one scale-up domain");
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         if (!std::isfinite(o->tokens) || o->tokens < 0)
-            return bad_input({"--tokens", fmt::format("{}", o->tokens), "a token budget from 1 to 1e18, e.g. 300e9"});
-        auto loaded = load(o->scenario, o->sets, Purpose::search);
-        if (!loaded) return bad_input(loaded.error());
+            return bad_input(io, {"--tokens", fmt::format("{}", o->tokens), "a token budget from 1 to 1e18, e.g. 300e9"});
+        auto loaded = load(io, o->scenario, o->sets, Purpose::search);
+        if (!loaded) return bad_input(io, loaded.error());
         const Scenario& s = *loaded;
-        if (auto missing = missing_training_workload(s)) return bad_input(*missing);
+        if (auto missing = missing_training_workload(s)) return bad_input(io, *missing);
         const std::set<std::string>& given = s.parallel_given;
 
         std::vector<int64_t> counts;
         if (!o->gpus.empty()) {
             auto parsed = parse_gpu_counts(o->gpus);
-            if (!parsed) return bad_input(parsed.error());
+            if (!parsed) return bad_input(io, parsed.error());
             counts = parsed.value();
         } else if (given.count("tp") && given.count("pp") && given.count("dp") && given.count("cp")) {
             counts = {s.parallel.gpus()};
         } else {
-            return bad_input({"--gpus", "nothing",
+            return bad_input(io, {"--gpus", "nothing",
                               "a GPU count (4096), a list or a range (256:16384:x2); required unless parallel.tp, pp, dp and cp are all given"});
         }
 
-        note_assumptions(s, Purpose::search);
+        note_assumptions(io, s, Purpose::search);
         SearchOptions opt;
         opt.top_k = o->top;
         opt.threads = o->threads > 0 ? o->threads : std::max(1u, std::thread::hardware_concurrency());
         opt.objective = *parse_objective(o->objective);
         opt.tp_within_domain = !o->cross_domain_tp;
         opt.stop = &sigint_flag();
-        const bool bar = !o->no_progress && isatty(STDERR_FILENO);
+        const bool bar = !o->no_progress && io.err_is_terminal;
         const TrainContext ctx{s.model, s.system, s.training};
         const bool curve = counts.size() > 1;
         const Format fmt_out = parse_format(o->format);
@@ -207,8 +207,8 @@ Runner add_search(CLI::App& app) {
         for (int64_t n : counts) {
             opt.gpus = n;
             SearchResult r = search_layouts(ctx, constraints_from(s.parallel, given), opt,
-                                            bar ? progress_bar(opt.objective, n) : ProgressFn{});
-            if (bar) clear_progress();
+                                            bar ? progress_bar(io, opt.objective, n) : ProgressFn{});
+            if (bar) clear_progress(io);
             const bool stopped = r.stats.interrupted;
             runs.emplace_back(n, std::move(r));
             if (stopped) break;
@@ -218,12 +218,12 @@ Runner add_search(CLI::App& app) {
         if (!curve) {
             const SearchResult& r = runs.front().second;
             if (r.stats.candidates == 0)
-                return bad_input({"--gpus", std::to_string(counts.front()),
+                return bad_input(io, {"--gpus", std::to_string(counts.front()),
                                   fmt::format("no valid layout of this many GPUs for {} with global batch {}{}", s.model.name,
                                               s.training.global_batch,
                                               given.empty() ? "" : " and " + held_text(given, parallel_json(s.parallel)) + " held fixed")});
             if (r.best.empty() && !interrupted)
-                std::cerr << fmt::format("scalemodel: warning: no layout of {} GPUs fits in {} per GPU ({} overflow on weights, "
+                io.err << fmt::format("scalemodel: warning: no layout of {} GPUs fits in {} per GPU ({} overflow on weights, "
                                          "gradients and optimizer state alone, {} more once activations count)\n",
                                          counts.front(), gib(s.system.accel.memory_bytes), count(r.stats.pruned_memory),
                                          count(r.stats.evaluated));
@@ -236,8 +236,8 @@ Runner add_search(CLI::App& app) {
             doc["overrides"] = overrides_json(o->sets);
             int rc = kExitOk;
             switch (fmt_out) {
-                case Format::json: rc = emit_json(doc); break;
-                case Format::csv: rc = emit_checked(doc, csv_of(s, results, o->tokens)); break;
+                case Format::json: rc = emit_json(io, doc); break;
+                case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
                 case Format::text: {
                     std::string t = header_text(s, opt, o->tokens) + stats_text(r.stats, s.system);
                     if (!r.best.empty()) {
@@ -245,7 +245,7 @@ Runner add_search(CLI::App& app) {
                         for (size_t i = 0; i < r.best.size(); ++i) t += table_row(i + 1, r.best[i], false, o->tokens);
                         t += "\nThe best layout in detail:\n\n" + train_text(with_layout(s, r.best.front().layout), r.best.front().result);
                     }
-                    rc = emit_checked(doc, t);
+                    rc = emit_checked(io, doc, t);
                 }
             }
             return interrupted && rc == kExitOk ? kExitInterrupted : rc;
@@ -289,10 +289,10 @@ Runner add_search(CLI::App& app) {
         doc["overrides"] = overrides_json(o->sets);
         int rc = kExitOk;
         switch (fmt_out) {
-            case Format::json: rc = emit_json(doc); break;
-            case Format::csv: rc = emit_checked(doc, csv_of(s, results, o->tokens)); break;
+            case Format::json: rc = emit_json(io, doc); break;
+            case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
             case Format::text:
-                rc = emit_checked(doc, header_text(s, opt, o->tokens) + stats_text(total, s.system) +
+                rc = emit_checked(io, doc, header_text(s, opt, o->tokens) + stats_text(total, s.system) +
                                            (per_count == 1 ? std::string("\nThe best layout per GPU count:\n")
                                                            : fmt::format("\nThe best {} layouts per GPU count:\n", per_count)) + table_header(true, o->tokens > 0) + rows);
         }

@@ -129,7 +129,7 @@ std::string hits_text(const Scenario& s, int64_t gpus, const ServeTargets& t, co
 
 }  // namespace
 
-Runner add_serve_search(CLI::App& app) {
+Runner add_serve_search(CLI::App& app, const Io& io) {
     struct Opts {
         std::string scenario;
         std::vector<std::string> sets;
@@ -153,24 +153,24 @@ Runner add_serve_search(CLI::App& app) {
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
     cmd->add_flag("--disaggregated", o->disaggregated,
                   "also search separate prefill and decode pools (xPyD) within --gpus, the KV cache moved between them");
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
-        auto s = load(o->scenario, o->sets, Purpose::infer);
-        if (!s) return bad_input(s.error());
-        note_assumptions(*s, Purpose::infer);
+        auto s = load(io, o->scenario, o->sets, Purpose::infer);
+        if (!s) return bad_input(io, s.error());
+        note_assumptions(io, *s, Purpose::infer);
         const int64_t gpus = o->gpus > 0 ? o->gpus : s->parallel.tp * s->parallel.pp * s->parallel.dp;
         const ServeTargets t{o->ttft_ms / 1e3, o->tpot_ms / 1e3};
-        const bool bar = !o->no_progress && isatty(STDERR_FILENO);
+        const bool bar = !o->no_progress && io.err_is_terminal;
         auto progress = [&](int64_t done, int64_t total) {
             constexpr int kWidth = 24;
             const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
-            std::cerr << fmt::format("\r\033[K{} GPUs [{}{}] {}/{} layouts", gpus, std::string(static_cast<size_t>(filled), '#'),
+            io.err << fmt::format("\r\033[K{} GPUs [{}{}] {}/{} layouts", gpus, std::string(static_cast<size_t>(filled), '#'),
                                      std::string(static_cast<size_t>(kWidth - filled), '.'), done, total)
                       << std::flush;
         };
         const ServeSearchResult r =
             serve_search({s->model, s->system, s->inference}, gpus, t, o->top, bar ? std::function<void(int64_t, int64_t)>(progress) : nullptr);
-        if (bar) std::cerr << "\r\033[K" << std::flush;
+        if (bar) io.err << "\r\033[K" << std::flush;
         Json j = result_json(*s, gpus, t, r);
         std::optional<DisaggResult> d;
         if (o->disaggregated) {
@@ -180,9 +180,9 @@ Runner add_serve_search(CLI::App& app) {
             j["disaggregated"] = list;
         }
         switch (parse_format(o->format)) {
-            case Format::json: return emit_json(j);
-            case Format::csv: return emit_checked(j, d ? disagg_csv(*d) : hits_csv(r));
-            case Format::text: return emit_checked(j, hits_text(*s, gpus, t, r) + (d ? disagg_text(*d, r) : std::string()));
+            case Format::json: return emit_json(io, j);
+            case Format::csv: return emit_checked(io, j, d ? disagg_csv(*d) : hits_csv(r));
+            case Format::text: return emit_checked(io, j, hits_text(*s, gpus, t, r) + (d ? disagg_text(*d, r) : std::string()));
         }
         return kExitOk;
     };

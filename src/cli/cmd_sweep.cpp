@@ -10,7 +10,7 @@
 
 namespace sm::cli {
 
-Runner add_sweep(CLI::App& app, const Cluster& cluster) {
+Runner add_sweep(CLI::App& app, const Io& io, const Cluster& cluster) {
     struct Opts : StudyArgs {
         std::vector<std::string> vary;
     };
@@ -22,25 +22,25 @@ Runner add_sweep(CLI::App& app, const Cluster& cluster) {
                     "names (or `all`) for system.preset / model.preset; PATH `gpus`: the GPU count (--mode search)")
         ->required()
         ->take_all();
-    return [cmd, o, cluster]() -> int {
+    return [cmd, o, cluster, &io]() -> int {
         if (!cmd->parsed()) return -1;
         std::vector<Vary> vs;
         for (const std::string& spec : o->vary) {
             auto v = parse_vary(spec);
-            if (!v) return bad_input(v.error());
+            if (!v) return bad_input(io, v.error());
             if (v->path == "gpus") {
-                if (o->mode != "search") return bad_input({"--vary", quote_input(spec), "gpus varies the GPU count of --mode search only"});
-                if (!o->gpus.empty()) return bad_input({"--vary", quote_input(spec), "the GPU count is either --gpus N or varied, not both"});
+                if (o->mode != "search") return bad_input(io, {"--vary", quote_input(spec), "gpus varies the GPU count of --mode search only"});
+                if (!o->gpus.empty()) return bad_input(io, {"--vary", quote_input(spec), "the GPU count is either --gpus N or varied, not both"});
                 o->gpus_varied = true;
             }
             vs.push_back(std::move(v).value());
         }
         auto points = grid_points(vs);
-        if (!points) return bad_input(points.error());
-        auto setup = setup_study(*o, cluster);
-        if (!setup) return bad_input(setup.error());
+        if (!points) return bad_input(io, points.error());
+        auto setup = setup_study(io, *o, cluster);
+        if (!setup) return bad_input(io, setup.error());
         StudySetup& st = setup.value();
-        st.options.progress = study_progress(*o, cluster, "sweep");
+        st.options.progress = study_progress(io, *o, cluster, "sweep");
 
         SweepTable t;
         for (const Vary& v : vs) t.varied.push_back(v.path);
@@ -56,7 +56,7 @@ Runner add_sweep(CLI::App& app, const Cluster& cluster) {
         if (cluster.rank != 0) return kExitOk;
         size_t done = 0;
         for (const PointOutcome& p : t.outcomes) done += p.status != PointStatus::skipped;
-        return emit_study(*o, cluster, sweep_table_json(t, st.header), sweep_table_text(t, st.header), sweep_table_csv(t), elapsed,
+        return emit_study(io, *o, cluster, sweep_table_json(t, st.header), sweep_table_text(t, st.header), sweep_table_csv(t), elapsed,
                           done, t.points.size());
     };
 }

@@ -1,13 +1,27 @@
-#include <iostream>
+#include <ostream>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/train_run.hpp"
 #include "io/op_table.hpp"
-#include "training/step.hpp"
 
 namespace sm::cli {
 
-Runner add_train(CLI::App& app) {
+TrainRun run_train(const Io& io, const Scenario& s, bool ops) {
+    note_assumptions(io, s, Purpose::train);
+    TrainRun t;
+    t.result = evaluate_training({s.model, s.system, s.training}, s.parallel);
+    t.stages = training_stages({s.model, s.system, s.training}, s.parallel);
+    t.doc = train_json(s, t.result);
+    t.doc["stages"] = stages_json(t.stages);
+    if (ops) t.doc["ops"] = training_ops_json(s);
+    if (!t.result.fits_in_memory)
+        io.err << "scalemodel: warning: needs " << gib(t.result.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
+               << " has " << gib(s.system.accel.memory_bytes) << "\n";
+    return t;
+}
+
+Runner add_train(CLI::App& app, const Io& io) {
     struct Opts {
         std::string scenario;
         std::vector<std::string> sets;
@@ -22,24 +36,19 @@ Runner add_train(CLI::App& app) {
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     cmd->add_flag("--stages", o->stages, "also show each pipeline GPU: its layers, one micro-batch's time, its memory");
     cmd->add_flag("--ops", o->ops, "also show the per-GPU op list of one micro-batch (shapes, FLOP, bytes, times)");
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
-        auto s = load(o->scenario, o->sets, Purpose::train);
-        if (!s) return bad_input(s.error());
-        note_assumptions(*s, Purpose::train);
-        const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
-        Json j = train_json(*s, r);
-        const std::vector<StageReport> stages = training_stages({s->model, s->system, s->training}, s->parallel);
-        j["stages"] = stages_json(stages);
-        if (o->ops) j["ops"] = training_ops_json(*s);
-        if (!r.fits_in_memory)
-            std::cerr << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; "
-                      << s->system.accel.name << " has " << gib(s->system.accel.memory_bytes) << "\n";
+        auto s = load(io, o->scenario, o->sets, Purpose::train);
+        if (!s) return bad_input(io, s.error());
+        const TrainRun run = run_train(io, *s, o->ops);
+        const TrainResult& r = run.result;
+        const std::vector<StageReport>& stages = run.stages;
+        const Json& j = run.doc;
         switch (parse_format(o->format)) {
-            case Format::json: return emit_json(with_overrides(j, o->sets));
-            case Format::csv: return emit_checked(j, csv_header(j) + csv_row(j));
+            case Format::json: return emit_json(io, with_overrides(j, o->sets));
+            case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
             case Format::text:
-                return emit_checked(j, train_text(*s, r) +
+                return emit_checked(io, j, train_text(*s, r) +
                                            (o->stages ? stages_text(s->parallel, stages, s->system.accel.memory_bytes) : "") +
                                            (o->ops ? training_ops_text(*s) : ""));
         }

@@ -163,7 +163,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
 
 }  // namespace
 
-Runner add_validate(CLI::App& app) {
+Runner add_validate(CLI::App& app, const Io& io) {
     struct Opts {
         std::string dataset;
         std::vector<std::string> sets;
@@ -177,43 +177,43 @@ Runner add_validate(CLI::App& app) {
                     "every row");
     cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "markdown", "csv"}));
-    return [cmd, o]() -> int {
+    return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
         if (o->dataset.empty()) {
             rep = run_builtin_validation(o->sets);
         } else {
             Expected<std::string> text = read_bounded({o->dataset, "--dataset", "a CSV file"});
-            if (!text) return bad_input(text.error());
+            if (!text) return bad_input(io, text.error());
             std::optional<std::string> context;
             std::string origin;
             if (o->dataset != "-") {
                 const std::string ctx_path = context_path_for(o->dataset);
                 origin = "data-set context file " + quote_path(ctx_path) + " beside the data set";
                 auto c = read_if_present({ctx_path, "data-set context file beside the data set", "a JSON file of overrides"});
-                if (!c) return bad_input(c.error());
+                if (!c) return bad_input(io, c.error());
                 context = std::move(c).value();
             }
             auto r = run_validation(o->dataset == "-" ? "stdin" : o->dataset, text.value(), context, o->sets, origin);
-            if (!r) return bad_input(r.error());
+            if (!r) return bad_input(io, r.error());
             rep = std::move(r).value();
         }
         // Nothing to compare is bad input (a wrong file, or --set that breaks every row), not a 0% error.
         if (rep.cases.empty()) {
             const std::string first = rep.skipped.empty() ? "" : "; first: " + printable(rep.skipped.front(), 200);
             if (o->dataset.empty())
-                return bad_input({"--set", fmt::format("overrides under which none of {} rows can be evaluated{}", rep.rows, first),
+                return bad_input(io, {"--set", fmt::format("overrides under which none of {} rows can be evaluated{}", rep.rows, first),
                                   "overrides every row of the built-in sets accepts"});
-            return bad_input({"--dataset",
+            return bad_input(io, {"--dataset",
                               fmt::format("{} with {} rows, none of which can be evaluated{}",
                                           o->dataset == "-" ? "standard input" : quote_path(o->dataset), rep.rows, first),
                               "a CSV in the layout of data/validation/: a header line (id, model, system, tp, ..., "
                               "measured_step_time_s or measured_e2e_latency_s) and rows the model can evaluate"});
         }
         const Json j = report_json(rep);
-        if (o->format == "json") return emit_json(j);
-        if (o->format == "csv") return emit_checked(j, report_csv(rep));
-        return emit_checked(j, report_text(rep, o->format == "markdown"));
+        if (o->format == "json") return emit_json(io, j);
+        if (o->format == "csv") return emit_checked(io, j, report_csv(rep));
+        return emit_checked(io, j, report_text(rep, o->format == "markdown"));
     };
 }
 

@@ -1,6 +1,6 @@
 #include "cli/common.hpp"
 
-#include <iostream>
+#include <ostream>
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 
 namespace sm::cli {
 
-int bad_input(const InputError& e) {
-    std::cerr << "scalemodel: error: " << e.message() << "\n";
+int bad_input(const Io& io, const InputError& e) {
+    io.err << "scalemodel: error: " << e.message() << "\n";
     return kExitBadInput;
 }
 
@@ -24,31 +24,36 @@ const char* default_scenario() {
 })";
 }
 
-Expected<Scenario> load(const std::string& path, const std::vector<std::string>& sets, Purpose purpose) {
-    Expected<Json> doc = path.empty() ? parse_scenario_text(default_scenario(), "default scenario") : read_scenario_file(path);
+Expected<Json> read_scenario(const Io& io, const std::string& path) {
+    if (path == "-" && io.stdin_text) return parse_scenario_text(*io.stdin_text, "stdin");
+    return read_scenario_file(path);
+}
+
+Expected<Scenario> load(const Io& io, const std::string& path, const std::vector<std::string>& sets, Purpose purpose) {
+    Expected<Json> doc = path.empty() ? parse_scenario_text(default_scenario(), "default scenario") : read_scenario(io, path);
     if (!doc) return doc.error();
     Expected<Json> over = apply_overrides(std::move(doc).value(), sets);
     if (!over) return over.error();
     return build_scenario(over.value(), purpose);
 }
 
-int emit_json(const Json& j) {
+int emit_json(const Io& io, const Json& j) {
     const std::string bad = find_non_finite(j);
     if (!bad.empty()) {
-        std::cerr << "scalemodel: internal error: " << bad << " is not a finite number; please report this input\n";
+        io.err << "scalemodel: internal error: " << bad << " is not a finite number; please report this input\n";
         return kExitInternal;
     }
-    std::cout << j.dump(2) << "\n";
+    io.out << j.dump(2) << "\n";
     return kExitOk;
 }
 
-int emit_checked(const Json& j, const std::string& text) {
+int emit_checked(const Io& io, const Json& j, const std::string& text) {
     const std::string bad = find_non_finite(j);
     if (!bad.empty()) {
-        std::cerr << "scalemodel: internal error: " << bad << " is not a finite number; please report this input\n";
+        io.err << "scalemodel: internal error: " << bad << " is not a finite number; please report this input\n";
         return kExitInternal;
     }
-    std::cout << text;
+    io.out << text;
     return kExitOk;
 }
 
@@ -59,14 +64,14 @@ bool given(const Scenario& s, const char* section, const char* key) {
 }
 }  // namespace
 
-void note_assumptions(const Scenario& s, Purpose purpose) {
+void note_assumptions(const Io& io, const Scenario& s, Purpose purpose) {
     const InferenceSpec& i = s.inference;
     if (purpose == Purpose::infer && !given(s, "inference", nullptr))
-        std::cerr << fmt::format("scalemodel: note: the scenario has no \"inference\" section; assumed batch {}, {} tokens in, "
+        io.err << fmt::format("scalemodel: note: the scenario has no \"inference\" section; assumed batch {}, {} tokens in, "
                                  "{} out, {} (set inference.batch, input_len, output_len, precision)\n",
                                  i.batch, i.input_len, i.output_len, to_string(i.precision));
     if (purpose != Purpose::infer && s.training.precision == Precision::fp4)
-        std::cerr << "scalemodel: warning: fp4 training (training.precision) is not yet production practice; the model "
+        io.err << "scalemodel: warning: fp4 training (training.precision) is not yet production practice; the model "
                      "runs every matrix product at the fp4 peak, an upper bound on what published recipes reach\n";
 }
 

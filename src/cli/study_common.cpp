@@ -1,8 +1,6 @@
 #include "cli/study_common.hpp"
 
-#include <unistd.h>
-
-#include <iostream>
+#include <ostream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -31,10 +29,10 @@ std::string scenario_title(const Scenario& s) {
     return fmt::format("{} on {} ({})", s.model.name, s.system.name, s.system.accel.name);
 }
 
-Expected<StudySetup> setup_study(const StudyArgs& a, const Cluster& cluster) {
+Expected<StudySetup> setup_study(const Io& io, const StudyArgs& a, const Cluster& cluster) {
     StudySetup st;
     const StudyMode mode = *parse_study_mode(a.mode);
-    Expected<Json> file = read_scenario_file(a.scenario);
+    Expected<Json> file = read_scenario(io, a.scenario);
     if (!file) return file.error();
     Expected<Json> doc = apply_overrides(std::move(file).value(), a.sets);
     if (!doc) return doc.error();
@@ -73,35 +71,35 @@ Expected<StudySetup> setup_study(const StudyArgs& a, const Cluster& cluster) {
     return st;
 }
 
-std::function<void(size_t, size_t)> study_progress(const StudyArgs& a, const Cluster& c, const char* what) {
-    if (a.no_progress || c.rank != 0 || !isatty(STDERR_FILENO)) return {};
+std::function<void(size_t, size_t)> study_progress(const Io& io, const StudyArgs& a, const Cluster& c, const char* what) {
+    if (a.no_progress || c.rank != 0 || !io.err_is_terminal) return {};
     const auto start = std::chrono::steady_clock::now();
-    return [start, what](size_t done, size_t total) {
+    return [&io, start, what](size_t done, size_t total) {
         const double frac = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
         constexpr int kWidth = 24;
         const int filled = static_cast<int>(frac * kWidth);
         const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const double left = done ? t * static_cast<double>(total - done) / static_cast<double>(done) : 0.0;
-        std::cerr << fmt::format("\r\033[K{} [{}{}] {}/{} points  ~{:.1f} s left", what, std::string(static_cast<size_t>(filled), '#'),
+        io.err << fmt::format("\r\033[K{} [{}{}] {}/{} points  ~{:.1f} s left", what, std::string(static_cast<size_t>(filled), '#'),
                                  std::string(static_cast<size_t>(kWidth - filled), '.'), done, total, left)
                   << (done == total ? "\r\033[K" : "") << std::flush;
     };
 }
 
-int emit_study(const StudyArgs& a, const Cluster& c, Json doc, const std::string& text, const std::string& csv, double elapsed_s,
+int emit_study(const Io& io, const StudyArgs& a, const Cluster& c, Json doc, const std::string& text, const std::string& csv, double elapsed_s,
                size_t done, size_t total) {
     if (c.rank != 0) return kExitOk;
     const bool cut = done < total;
     if (cut)
-        std::cerr << fmt::format("scalemodel: interrupted: {} of {} points finished; printing those\n", done, total);
+        io.err << fmt::format("scalemodel: interrupted: {} of {} points finished; printing those\n", done, total);
     doc["interrupted"] = cut;
     doc["overrides"] = overrides_json(a.sets);
     doc["elapsed_s"] = elapsed_s;
     int rc = kExitOk;
     switch (parse_format(a.format)) {
-        case Format::json: rc = emit_json(doc); break;
-        case Format::csv: rc = emit_checked(doc, csv); break;
-        case Format::text: rc = emit_checked(doc, text); break;
+        case Format::json: rc = emit_json(io, doc); break;
+        case Format::csv: rc = emit_checked(io, doc, csv); break;
+        case Format::text: rc = emit_checked(io, doc, text); break;
     }
     return cut && rc == kExitOk ? kExitInterrupted : rc;
 }

@@ -39,17 +39,17 @@ struct StudySetup {
 };
 
 // Reads the scenario and the options; every bad input is an error naming its flag or field.
-Expected<StudySetup> setup_study(const StudyArgs& a, const Cluster& cluster);
+Expected<StudySetup> setup_study(const Io& io, const StudyArgs& a, const Cluster& cluster);
 
 // "GPT-3 175B on dgx-h100 (64 GPUs)": a scenario in a few words.
 std::string scenario_title(const Scenario& s);
 
 // A progress bar on stderr while points run, when stderr is a terminal on rank 0.
-std::function<void(size_t, size_t)> study_progress(const StudyArgs& a, const Cluster& c, const char* what);
+std::function<void(size_t, size_t)> study_progress(const Io& io, const StudyArgs& a, const Cluster& c, const char* what);
 
 // Writes a study's result in the chosen format (JSON gets `overrides` and `elapsed_s`), says on
 // stderr when Ctrl-C cut it short, and returns the exit status. Ranks other than 0 print nothing.
-int emit_study(const StudyArgs& a, const Cluster& c, Json doc, const std::string& text, const std::string& csv, double elapsed_s,
+int emit_study(const Io& io, const StudyArgs& a, const Cluster& c, Json doc, const std::string& text, const std::string& csv, double elapsed_s,
                size_t done, size_t total);
 
 }  // namespace sm::cli

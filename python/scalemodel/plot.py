@@ -1,0 +1,291 @@
+"""Charts of scalemodel's results (matplotlib): one function per kind, each returning the Figure.
+
+Every function takes what the matching scalemodel function returns (a dict, with or without
+DataFrames inside) and, optionally, `path` to save to (.png, .svg or .pdf by its suffix), `title`
+and `ax`/`fig` to draw into. Colours are the Okabe-Ito palette (safe for colour-blind readers).
+
+    import scalemodel as sm, scalemodel.plot as smp
+    runs = [sm.train("s.json", {"system.preset": p}) for p in ("dgx-a100-80gb", "dgx-h100")]
+    smp.breakdown(runs, labels=["A100", "H100"], path="breakdown.png")
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Optional, Sequence
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+__all__ = ["breakdown", "memory", "roofline", "scaling", "sweep", "waterfall", "pareto", "PALETTE"]
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999"]
+
+# The step-time breakdown's parts in stacking order, with the words a reader sees.
+BREAKDOWN_PARTS = [
+    ("compute_s", "compute"), ("recompute_s", "recompute"), ("bubble_s", "pipeline bubble"),
+    ("optimizer_s", "optimizer"), ("tp_comm_exposed_s", "TP comm"), ("pp_comm_exposed_s", "PP comm"),
+    ("dp_comm_exposed_s", "DP comm"), ("cp_comm_exposed_s", "CP comm"), ("ep_comm_exposed_s", "EP comm"),
+    ("offload_exposed_s", "offload"),
+]
+MEMORY_PARTS = [
+    ("weights_bytes", "weights"), ("gradients_bytes", "gradients"), ("optimizer_bytes", "optimizer state"),
+    ("activations_bytes", "activations"), ("overhead_bytes", "buffers + framework"),
+]
+GIB = 1024.0 ** 3
+
+
+def _rows(table: Any) -> list[dict]:
+    """A DataFrame or a list of dicts as a list of nested dicts."""
+    if hasattr(table, "to_dict"):
+        flat = table.to_dict("records")
+        return [_nest(r) for r in flat]
+    return list(table)
+
+
+def _nest(flat: Mapping[str, Any]) -> dict:
+    out: dict = {}
+    for k, v in flat.items():
+        node = out
+        parts = str(k).split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = v
+    return out
+
+
+def _canvas(ax=None, size=(7.5, 4.5)):
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
+    return fig, ax
+
+
+def _finish(fig: Figure, path: Optional[str]) -> Figure:
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def _layout_label(r: Mapping[str, Any]) -> str:
+    p = r.get("parallel", {})
+    s = f"tp{p.get('tp', 1)} pp{p.get('pp', 1)} dp{p.get('dp', 1)}"
+    if p.get("cp", 1) != 1:
+        s += f" cp{p['cp']}"
+    if p.get("ep", 1) != 1:
+        s += f" ep{p['ep']}"
+    return s
+
+
+def _results(data: Any) -> list[dict]:
+    """Train results: one dict, a list of them, or a search result (its "results")."""
+    if isinstance(data, Mapping):
+        return _rows(data["results"]) if "results" in data else [dict(data)]
+    return [dict(d) for d in data]
+
+
+def breakdown(data: Any, *, labels: Optional[Sequence[str]] = None, title: Optional[str] = None, ax=None,
+              path: Optional[str] = None) -> Figure:
+    """Step time as a stacked bar per layout or system: compute, bubble, exposed communication, ...
+
+    data: a train() result, a list of them, or a search() result (one bar per listed layout).
+    labels: one per bar (default: the system for different systems, else the layout).
+    """
+    runs = _results(data)
+    if labels is None:
+        systems = {r.get("system") for r in runs}
+        labels = [str(r.get("system")) if len(systems) > 1 else _layout_label(r) for r in runs]
+    fig, ax = _canvas(ax)
+    bottom = [0.0] * len(runs)
+    for i, (key, name) in enumerate(BREAKDOWN_PARTS):
+        vals = [float(r["breakdown"].get(key, 0.0)) for r in runs]
+        if not any(v > 0 for v in vals):
+            continue
+        ax.bar(labels, vals, bottom=bottom, label=name, color=PALETTE[i % len(PALETTE)], gid=f"breakdown:{key}")
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("time per training step (s)")
+    ax.set_title(title or f"Step time of {runs[0].get('model', 'the model')}: where it goes")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.tick_params(axis="x", labelrotation=20 if len(runs) > 3 else 0)
+    return _finish(fig, path)
+
+
+def memory(data: Any, *, labels: Optional[Sequence[str]] = None, title: Optional[str] = None, ax=None,
+           path: Optional[str] = None) -> Figure:
+    """Memory per GPU as a stacked bar per layout or system, against each GPU's HBM capacity (dashes)."""
+    runs = _results(data)
+    if labels is None:
+        systems = {r.get("system") for r in runs}
+        labels = [str(r.get("system")) if len(systems) > 1 else _layout_label(r) for r in runs]
+    fig, ax = _canvas(ax)
+    bottom = [0.0] * len(runs)
+    for i, (key, name) in enumerate(MEMORY_PARTS):
+        vals = [float(r["memory"].get(key, 0.0)) / GIB for r in runs]
+        ax.bar(labels, vals, bottom=bottom, label=name, color=PALETTE[i % len(PALETTE)], gid=f"memory:{key}")
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    for x, r in enumerate(runs):
+        cap = float(r["memory"].get("capacity_bytes", 0.0)) / GIB
+        if cap > 0:
+            ax.hlines(cap, x - 0.45, x + 0.45, colors="black", linestyles="dashed", gid="memory:capacity",
+                      label="HBM capacity" if x == 0 else None)
+    ax.set_ylabel("memory per GPU (GiB)")
+    ax.set_title(title or f"Memory per GPU of {runs[0].get('model', 'the model')}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _finish(fig, path)
+
+
+def roofline(doc: Mapping[str, Any], *, title: Optional[str] = None, fig=None, path: Optional[str] = None) -> Figure:
+    """Every op of prefill and one decode step as a point (operational intensity, achieved FLOP/s),
+    under the roofline of each system, side by side (roofline() result, one panel per system)."""
+    systems = list(doc["systems"])
+    n = len(systems)
+    if fig is None:
+        fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.3), squeeze=False, sharey=True, layout="constrained")
+        axes = axes[0]
+    else:
+        axes = fig.subplots(1, n, squeeze=False, sharey=True)[0]
+    for ax, s in zip(axes, systems):
+        ops = [o for o in _rows(s["ops"]) if o.get("flop", 0) > 0 and o.get("bytes", 0) > 0 and o.get("time_s", 0) > 0]
+        # The roof the model applies: its best compute and memory rates (efficiencies included).
+        peak = max((o["flop"] / o["compute_s"] for o in ops if o.get("compute_s", 0) > 0), default=0.0)
+        bw = max((o["bytes"] / o["memory_s"] for o in ops if o.get("memory_s", 0) > 0), default=0.0)
+        for j, phase in enumerate(("prefill", "decode")):
+            pts = [o for o in ops if o.get("phase") == phase]
+            ax.scatter([o["intensity_flop_per_byte"] for o in pts], [o["flop"] / o["time_s"] / 1e12 for o in pts],
+                       s=[12 + 30 * math.sqrt(o["time_s"] / max(p["time_s"] for p in pts)) for o in pts] if pts else [],
+                       color=PALETTE[j], alpha=0.8, label=phase, gid=f"roofline:{s['system']}:{phase}")
+        if peak > 0 and bw > 0:
+            xs = [0.1, peak / bw, 1e5]
+            ax.plot(xs, [min(peak, x * bw) / 1e12 for x in xs], color="black", lw=1.2, gid=f"roofline:{s['system']}:roof")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("operational intensity (FLOP/byte)")
+        ax.set_title(f"{s['system']} ({s.get('accelerator', '')})", fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("achieved (TFLOP/s per GPU)")
+    axes[-1].legend(frameon=False)
+    first = systems[0]
+    fig.suptitle(title or f"Roofline of {first.get('model', '')} inference: batch {first.get('batch', '')}, "
+                 f"{first.get('input_len', '')} tokens in, decode at context {first.get('decode_context', '')}")
+    return _finish(fig, path)
+
+
+def scaling(doc: Mapping[str, Any], *, tokens: Optional[float] = None, title: Optional[str] = None, fig=None,
+            path: Optional[str] = None) -> Figure:
+    """Step time (and training days, when a token budget is known) of the best layout per GPU count
+    (a search() result over several GPU counts)."""
+    runs = sorted(_rows(doc["results"]), key=lambda r: r["gpus"])
+    best: dict[int, dict] = {}
+    for r in runs:
+        best.setdefault(int(r["gpus"]), r)
+    gpus = sorted(best)
+    tokens = tokens if tokens is not None else doc.get("tokens")
+    if fig is None:
+        fig, axes = plt.subplots(1, 2 if tokens else 1, figsize=(10 if tokens else 6, 4.2), squeeze=False,
+                                 layout="constrained")
+        axes = axes[0]
+    else:
+        axes = fig.subplots(1, 2 if tokens else 1, squeeze=False)[0]
+    steps = [best[g]["step_time_s"] for g in gpus]
+    axes[0].plot(gpus, steps, marker="o", color=PALETTE[0], gid="scaling:step_time_s")
+    if len(gpus) > 1:
+        ideal = [steps[0] * gpus[0] / g for g in gpus]
+        axes[0].plot(gpus, ideal, ls="--", color=PALETTE[8], label="linear scaling", gid="scaling:ideal")
+        axes[0].legend(frameon=False)
+    axes[0].set_ylabel("step time of the best layout (s)")
+    if tokens:
+        days = [tokens / best[g]["tokens_per_s"] / 86400.0 for g in gpus]
+        axes[1].plot(gpus, days, marker="s", color=PALETTE[1], gid="scaling:training_days")
+        axes[1].set_ylabel(f"training days for {tokens:.3g} tokens")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("GPUs")
+        ax.grid(True, which="both", alpha=0.3)
+    r0 = best[gpus[0]]
+    fig.suptitle(title or f"Scaling of {r0.get('model', '')} on {r0.get('system', '')}")
+    return _finish(fig, path)
+
+
+def _objective_of(doc: Mapping[str, Any], row: Mapping[str, Any]) -> float:
+    obj = doc.get("objective", "step_time_s")
+    v = row.get(obj)
+    return float(v) if v is not None else float("nan")
+
+
+def sweep(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path: Optional[str] = None) -> Figure:
+    """A sweep() result: a line per value of the second varied field over the first, or a heatmap
+    when two fields vary with more than a few values each; points that failed are left blank."""
+    varied = list(doc["varied"])
+    pts = _rows(doc["points"])
+    obj = doc.get("objective", "step_time_s")
+    val = {tuple(str(p["inputs"][v]) for v in varied): (_objective_of(doc, p) if p.get("status") == "ok" else float("nan"))
+           for p in pts}
+    xs = list(dict.fromkeys(str(p["inputs"][varied[0]]) for p in pts))
+    fig, ax = _canvas(ax)
+    if len(varied) == 1:
+        ax.plot(xs, [val[(x,)] for x in xs], marker="o", color=PALETTE[0], gid=f"sweep:{obj}")
+    elif len(varied) == 2:
+        ys = list(dict.fromkeys(str(p["inputs"][varied[1]]) for p in pts))
+        if len(xs) > 4 and len(ys) > 4:
+            grid = [[val.get((x, y), float("nan")) for x in xs] for y in ys]
+            im = ax.imshow(grid, aspect="auto", origin="lower", cmap="cividis", gid=f"sweep:{obj}")
+            ax.set_xticks(range(len(xs)), xs, rotation=45)
+            ax.set_yticks(range(len(ys)), ys)
+            ax.set_ylabel(varied[1])
+            fig.colorbar(im, ax=ax, label=obj)
+        else:
+            for j, y in enumerate(ys):
+                ax.plot(xs, [val.get((x, y), float("nan")) for x in xs], marker="o", color=PALETTE[j % len(PALETTE)],
+                        label=f"{varied[1]} = {y}", gid=f"sweep:{obj}:{y}")
+            ax.legend(frameon=False)
+    else:
+        raise ValueError(f"sweep plot: one or two varied fields, not {len(varied)} ({', '.join(varied)})")
+    ax.set_xlabel(varied[0])
+    if len(varied) == 1 or ax.get_ylabel() == "":
+        ax.set_ylabel(obj)
+    ax.set_title(title or f"Sweep of {' and '.join(varied)} ({doc.get('mode', '')})")
+    return _finish(fig, path)
+
+
+def waterfall(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path: Optional[str] = None) -> Figure:
+    """An attribute() result as a waterfall on a log scale: each factor's speed-up multiplies the
+    running total from 1x to the whole ratio."""
+    factors = _rows(doc["factors"])
+    fig, ax = _canvas(ax, size=(8, 4.5))
+    level = 1.0
+    names = []
+    for i, f in enumerate(factors):
+        nxt = level * float(f["speedup"])
+        lo, hi = min(level, nxt), max(level, nxt)
+        ax.bar(i, hi - lo, bottom=lo, color=PALETTE[2] if nxt >= level else PALETTE[3], gid=f"waterfall:{f['name']}")
+        ax.text(i, hi * 1.03, f"{float(f['speedup']):.2f}x", ha="center", va="bottom", fontsize=8)
+        names.append(f["name"])
+        level = nxt
+    ax.bar(len(factors), level - 1.0, bottom=1.0, color=PALETTE[0], gid="waterfall:total")
+    ax.text(len(factors), level * 1.03, f"{level:.2f}x", ha="center", va="bottom", fontsize=8, weight="bold")
+    ax.set_xticks(range(len(factors) + 1), names + ["total"], rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_ylabel(f"speed-up of {doc.get('objective', 'the objective')} (x, log scale)")
+    ax.set_title(title or f"What the {float(doc.get('ratio', level)):.2f}x is made of (Shapley attribution)")
+    return _finish(fig, path)
+
+
+def pareto(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path: Optional[str] = None) -> Figure:
+    """A serve_search() result: tokens/s per GPU against tokens/s per user, every configuration
+    evaluated as a faint point (when listed) and the Pareto front as a line."""
+    front = sorted(_rows(doc["pareto"]), key=lambda p: p["output_tokens_per_s_per_user"])
+    fig, ax = _canvas(ax)
+    if "best" in doc:
+        best = _rows(doc["best"])
+        ax.scatter([b["output_tokens_per_s_per_user"] for b in best], [b["output_tokens_per_s_per_gpu"] for b in best],
+                   color=PALETTE[1], marker="x", label="best under the targets", zorder=3, gid="pareto:best")
+    ax.plot([p["output_tokens_per_s_per_user"] for p in front], [p["output_tokens_per_s_per_gpu"] for p in front],
+            marker="o", color=PALETTE[0], label="Pareto front", gid="pareto:front")
+    ax.set_xlabel("output tokens/s per user")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.grid(True, alpha=0.3)
+    ax.legend(frameon=False)
+    ax.set_title(title or f"Serving {doc.get('model', '')} on {doc.get('gpus', '')} GPUs of {doc.get('system', '')}")
+    return _finish(fig, path)
