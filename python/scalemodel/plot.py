@@ -54,6 +54,23 @@ def _nest(flat: Mapping[str, Any]) -> dict:
     return out
 
 
+def _flat_rows(table: Any) -> list[dict]:
+    """A DataFrame or a list of nested dicts as flat dicts with dotted keys."""
+    if hasattr(table, "to_dict"):
+        return table.to_dict("records")
+
+    def flat(d: Mapping[str, Any], prefix: str = "") -> dict:
+        out: dict = {}
+        for k, v in d.items():
+            if isinstance(v, Mapping):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    return [flat(r) for r in table]
+
+
 def _canvas(ax=None, size=(7.5, 4.5)):
     if ax is not None:
         return ax.figure, ax
@@ -217,16 +234,16 @@ def sweep(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path:
     """A sweep() result: a line per value of the second varied field over the first, or a heatmap
     when two fields vary with more than a few values each; points that failed are left blank."""
     varied = list(doc["varied"])
-    pts = _rows(doc["points"])
+    pts = _flat_rows(doc["points"])
     obj = doc.get("objective", "step_time_s")
-    val = {tuple(str(p["inputs"][v]) for v in varied): (_objective_of(doc, p) if p.get("status") == "ok" else float("nan"))
+    val = {tuple(str(p["inputs." + v]) for v in varied): (_objective_of(doc, p) if p.get("status") == "ok" else float("nan"))
            for p in pts}
-    xs = list(dict.fromkeys(str(p["inputs"][varied[0]]) for p in pts))
+    xs = list(dict.fromkeys(str(p["inputs." + varied[0]]) for p in pts))
     fig, ax = _canvas(ax)
     if len(varied) == 1:
         ax.plot(xs, [val[(x,)] for x in xs], marker="o", color=PALETTE[0], gid=f"sweep:{obj}")
     elif len(varied) == 2:
-        ys = list(dict.fromkeys(str(p["inputs"][varied[1]]) for p in pts))
+        ys = list(dict.fromkeys(str(p["inputs." + varied[1]]) for p in pts))
         if len(xs) > 4 and len(ys) > 4:
             grid = [[val.get((x, y), float("nan")) for x in xs] for y in ys]
             im = ax.imshow(grid, aspect="auto", origin="lower", cmap="cividis", gid=f"sweep:{obj}")

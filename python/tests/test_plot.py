@@ -1,0 +1,119 @@
+"""Every chart kind renders headlessly (Agg) and plots the numbers of the result it was given."""
+import json
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import pytest  # noqa: E402
+from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
+
+import scalemodel as sm  # noqa: E402
+import scalemodel.plot as smp  # noqa: E402
+from test_api import SMALL  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def bars(fig, prefix):
+    return [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith(prefix)]
+
+
+def saved(path, magic):
+    data = path.read_bytes()
+    assert data.startswith(magic) and len(data) > 2000
+    return data
+
+
+def test_breakdown_stacks_each_part_to_the_step_time(tmp_path):
+    runs = [sm.train(SMALL, {"system.preset": p}) for p in ("dgx-a100-80gb", "dgx-h100")]
+    fig = smp.breakdown(runs, path=str(tmp_path / "b.png"))
+    saved(tmp_path / "b.png", PNG)
+    for x, r in enumerate(runs):
+        top = max(p.get_y() + p.get_height() for p in bars(fig, "breakdown:") if abs(p.get_x() + p.get_width() / 2 - x) < 0.1)
+        parts = sum(v for v in r["breakdown"].values())
+        assert top == pytest.approx(parts, rel=1e-12)
+        # The parts are the step time: the breakdown is complete.
+        assert parts == pytest.approx(r["step_time_s"], rel=1e-6)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["dgx-a100-80gb", "dgx-h100"]
+    assert "(s)" in fig.axes[0].get_ylabel()
+
+
+def test_memory_bars_and_capacity_line(tmp_path):
+    r = sm.train(SMALL)
+    fig = smp.memory(r, path=str(tmp_path / "m.svg"))
+    assert (tmp_path / "m.svg").read_text().lstrip().startswith("<?xml")
+    gib = 1024.0 ** 3
+    w = [p for p in bars(fig, "memory:weights_bytes")]
+    assert w[0].get_height() == pytest.approx(r["memory"]["weights_bytes"] / gib)
+    cap = [c for c in fig.axes[0].collections if isinstance(c, LineCollection) and c.get_gid() == "memory:capacity"]
+    assert cap and cap[0].get_segments()[0][0][1] == pytest.approx(80.0)  # an 80 GiB A100
+    assert "GiB" in fig.axes[0].get_ylabel()
+
+
+def test_roofline_one_point_per_op_per_system(examples, tmp_path):
+    doc = sm.roofline(str(examples / "infer-llama2-70b-h100.json"), systems=["dgx-a100-80gb", "dgx-h100"], tables=False)
+    fig = smp.roofline(doc, path=str(tmp_path / "r.pdf"))
+    saved(tmp_path / "r.pdf", b"%PDF")
+    assert len(fig.axes) == 2
+    for ax, s in zip(fig.axes, doc["systems"]):
+        ops = [o for o in s["ops"] if o["flop"] > 0 and o["bytes"] > 0 and o["time_s"] > 0]
+        pts = [c for c in ax.collections if isinstance(c, PathCollection)]
+        assert sum(len(c.get_offsets()) for c in pts) == len(ops)
+        xs = sorted(float(x) for c in pts for x, _ in c.get_offsets())
+        assert xs == pytest.approx(sorted(o["intensity_flop_per_byte"] for o in ops))
+        assert ax.get_xscale() == "log" and "FLOP/byte" in ax.get_xlabel()
+
+
+def test_scaling_curve(examples, tmp_path):
+    doc = sm.search(str(examples / "search-gpt3-175b.json"), [512, 1024, 2048], {"parallel.tp": 8}, top=1, tokens=300e9)
+    fig = smp.scaling(doc, path=str(tmp_path / "s.png"))
+    saved(tmp_path / "s.png", PNG)
+    line = next(l for l in fig.axes[0].lines if l.get_gid() == "scaling:step_time_s")
+    assert list(line.get_xdata()) == [512, 1024, 2048]
+    assert list(line.get_ydata()) == list(doc["results"]["step_time_s"])
+    days = next(l for l in fig.axes[1].lines if l.get_gid() == "scaling:training_days")
+    r0 = doc["results"].iloc[0]
+    assert days.get_ydata()[0] == pytest.approx(300e9 / r0["tokens_per_s"] / 86400)
+
+
+def test_sweep_lines_and_heatmap(examples, tmp_path):
+    base = str(examples / "gpt3-175b-64xa100.json")
+    doc = sm.sweep(base, {"parallel.microbatch": [1, 2], "system.preset": ["dgx-a100-80gb", "dgx-h100"]})
+    fig = smp.sweep(doc, path=str(tmp_path / "w.png"))
+    saved(tmp_path / "w.png", PNG)
+    lines = [l for l in fig.axes[0].lines if (l.get_gid() or "").startswith("sweep:")]
+    assert len(lines) == 2
+    got = sorted(float(y) for l in lines for y in l.get_ydata())
+    assert got == pytest.approx(sorted(doc["points"]["step_time_s"]))
+    grid = sm.sweep(base, {"parallel.microbatch": [1, 2, 4, 8, 16], "training.global_batch": [64, 128, 256, 512, 1024]})
+    fig = smp.sweep(grid, path=str(tmp_path / "h.png"))
+    assert fig.axes[0].images and fig.axes[0].images[0].get_array().shape == (5, 5)
+
+
+def test_waterfall_multiplies_to_the_ratio(examples, tmp_path):
+    a = sm.attribute(str(examples / "studies" / "gpt3-175b-a100-bf16.json"),
+                     str(examples / "studies" / "gpt3-175b-h100-fp8.json"))
+    fig = smp.waterfall(a, path=str(tmp_path / "a.png"))
+    saved(tmp_path / "a.png", PNG)
+    total = bars(fig, "waterfall:total")[0]
+    assert total.get_y() + total.get_height() == pytest.approx(a["ratio"], rel=1e-9)
+    assert len(bars(fig, "waterfall:")) == len(a["factors"]) + 1
+    assert fig.axes[0].get_yscale() == "log"
+
+
+def test_pareto_front(examples, tmp_path):
+    doc = sm.serve_search(str(examples / "infer-llama2-70b-h100.json"), gpus=8)
+    fig = smp.pareto(doc, path=str(tmp_path / "p.png"))
+    saved(tmp_path / "p.png", PNG)
+    front = next(l for l in fig.axes[0].lines if l.get_gid() == "pareto:front")
+    xs = list(front.get_xdata())
+    assert xs == sorted(xs) and len(xs) == len(doc["pareto"])
+    ys = list(front.get_ydata())
+    # A Pareto front: more per user costs throughput per GPU.
+    assert all(b <= a + 1e-9 for a, b in zip(ys, ys[1:]))
+    assert "per GPU" in fig.axes[0].get_ylabel() and "per user" in fig.axes[0].get_xlabel()
+
+
+def test_palette_is_colour_blind_safe():
+    assert smp.PALETTE[:8] == ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
