@@ -22,13 +22,13 @@ py::object to_py(const Json& j) {
         case Json::value_t::object: {
             py::dict d;
             for (const auto& [k, v] : j.items()) d[py::str(k)] = to_py(v);
-            return std::move(d);
+            return d;
         }
         case Json::value_t::array: {
             py::list l(j.size());
             size_t i = 0;
             for (const Json& v : j) l[i++] = to_py(v);
-            return std::move(l);
+            return l;
         }
         case Json::value_t::string: return py::str(j.get_ref<const std::string&>());
         case Json::value_t::boolean: return py::bool_(j.get<bool>());

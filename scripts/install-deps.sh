@@ -10,6 +10,10 @@ pkgs+=(libopenmpi-dev openmpi-bin)
 # The Python module (build/python/scalemodel), its plots and its tests: Debian's interpreter and
 # libraries (CMake builds the module for /usr/bin/python3, where these are).
 pkgs+=(pybind11-dev python3-dev python3-pytest python3-matplotlib python3-pandas python3-numpy)
+# `scalemodel explore`: the web server and the chart library the page loads from this machine.
+pkgs+=(libcpp-httplib-dev pkg-config libjs-chart.js)
+# .ci/run's browser test of the explorer: headless Chromium driven by Selenium.
+[[ ${SCALEMODEL_WITH_BROWSER:-0} == 1 ]] && pkgs+=(chromium chromium-driver python3-selenium)
 if [[ ${SCALEMODEL_WITH_CLANG:-0} == 1 ]]; then
   pkgs+=(clang clang-tidy)
   # libFuzzer and the sanitizer runtimes ship as libclang-rt-N-dev for clang N: match the clang

@@ -22,6 +22,8 @@ Runner add_serve_search(CLI::App& app, const Io& io);
 Runner add_resolve(CLI::App& app, const Io& io);
 // Runs `python3 -m scalemodel plot ...` (the Python package beside the binary).
 Runner add_plot(CLI::App& app, const Io& io);
+// Serves the explorer (web/ and the HTTP API of explore_api.hpp) until killed.
+Runner add_explore(CLI::App& app, const Io& io);
 // The studies split their points over the cluster's ranks (one process without MPI).
 Runner add_sweep(CLI::App& app, const Io& io, const Cluster& cluster);
 Runner add_attribute(CLI::App& app, const Io& io, const Cluster& cluster);

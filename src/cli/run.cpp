@@ -19,6 +19,7 @@ int run_command_line(const std::vector<std::string>& args, Io& io, const Cluster
     std::vector<Runner> runners = {add_train(app, io),        add_search(app, io),         add_infer(app, io),
                                    add_roofline(app, io),     add_validate(app, io),       add_presets(app, io),
                                    add_serve_search(app, io), add_resolve(app, io),        add_plot(app, io),
+                                   add_explore(app, io),
                                    add_sweep(app, io, cluster),
                                    add_attribute(app, io, cluster), add_sensitivity(app, io, cluster)};
     try {

@@ -1,0 +1,80 @@
+"""The explorer as a person uses it (run by .ci/run): headless Chromium opens the page, reads the
+numbers, moves the HBM-bandwidth slider and checks that the numbers and the chart change, runs a
+sweep, and saves a screenshot. Usage: explorer_test.py BINARY SCREENSHOT.png"""
+import re
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+
+def main(binary: str, screenshot: str) -> int:
+    server = subprocess.Popen([binary, "explore", "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
+        opts = Options()
+        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1100"):
+            opts.add_argument(a)
+        opts.binary_location = "/usr/bin/chromium"
+        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+        try:
+            return check(driver, url, screenshot)
+        finally:
+            driver.quit()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def check(driver, url: str, screenshot: str) -> int:
+    wait = WebDriverWait(driver, 60)
+    driver.get(url)
+    wait.until(lambda d: d.execute_script("return window.explorer && window.explorer.updates >= 1"))
+    assert driver.execute_script("return !!window.Chart"), "Chart.js did not load from /chart.js"
+    step0 = driver.find_element(By.ID, "step_time").text
+    compute0 = driver.execute_script("return window.explorer.last.breakdown.compute_s")
+    bars0 = driver.execute_script("return window.explorer.charts.breakdown_chart.data.datasets.map(d => d.data[0])")
+    assert step0 not in ("", "–"), "no step time shown"
+    # A person drags the HBM bandwidth slider to x0.25: a search re-runs, memory-bound work slows.
+    n = driver.execute_script("return window.explorer.updates")
+    slider = driver.find_element(By.ID, "hbm_bw")
+    driver.execute_script("arguments[0].value = -2; arguments[0].dispatchEvent(new Event('input'));", slider)
+    wait.until(lambda d: d.execute_script("return window.explorer.updates") > n)
+    step1 = driver.find_element(By.ID, "step_time").text
+    bars1 = driver.execute_script("return window.explorer.charts.breakdown_chart.data.datasets.map(d => d.data[0])")
+    over = driver.execute_script("return window.explorer.last")["memory"]
+    assert step1 != step0, f"the step time did not change ({step0})"
+    assert bars1 != bars0, "the breakdown chart did not change"
+    assert driver.find_element(By.ID, "hbm_bw_out").text == "x0.250"
+    compute1 = driver.execute_script("return window.explorer.last.breakdown.compute_s")
+    assert compute1 >= compute0, f"less HBM bandwidth made compute faster: {compute0} -> {compute1}"
+    assert over["capacity_bytes"] > 0
+    # The JSON link points at what is shown.
+    href = driver.find_element(By.ID, "json_link").get_attribute("href")
+    assert href.startswith("blob:"), href
+    # A sweep of the scale-out bandwidth draws its line.
+    driver.find_element(By.ID, "run_sweep").click()
+    wait.until(lambda d: d.execute_script("return !!(window.explorer.sweep && window.explorer.charts.sweep_chart)"))
+    pts = driver.execute_script("return window.explorer.charts.sweep_chart.data.datasets[0].data")
+    assert len(pts) == 4 and all(p is None or p > 0 for p in pts), pts
+    # Bad input shows the CLI's one line.
+    driver.execute_script("document.getElementById('search').checked = false;"
+                          "const tp = document.getElementById('tp'); tp.value = 0; tp.dispatchEvent(new Event('input'));")
+    wait.until(lambda d: not d.find_element(By.ID, "error").get_attribute("hidden"))
+    err = driver.find_element(By.ID, "error").text
+    assert "parallel.tp" in err, err
+    driver.execute_script("const tp = document.getElementById('tp'); tp.value = 8; tp.dispatchEvent(new Event('input'));")
+    wait.until(lambda d: d.find_element(By.ID, "error").get_attribute("hidden"))
+    time.sleep(0.3)
+    driver.save_screenshot(screenshot)
+    print(f"explorer: step time {step0} -> {step1} at x0.25 HBM bandwidth; sweep {len(pts)} points; screenshot {screenshot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
