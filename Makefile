@@ -24,10 +24,11 @@ bench: build
 	@$(BUILD_DIR)/bench/scalemodel_bench
 
 # docs/VALIDATION.md is generated; a test fails when it is stale. docs/studies/ holds each
-# study's command and output (docs/STUDIES.md), regenerated here.
+# study's command and output (docs/STUDIES.md), docs/img/ the README's plot gallery, regenerated here.
 docs: build
 	@$(BUILD_DIR)/scalemodel validate --format markdown > docs/VALIDATION.md
 	@bash scripts/studies.sh $(BUILD_DIR)/scalemodel
+	@bash scripts/gallery.sh $(BUILD_DIR)/scalemodel
 
 # Mutation testing (docs/TESTING.md): MUTANTS=N|all sampled with SEED, JOBS workers, in build-mutation/.
 MUTANTS ?= 250

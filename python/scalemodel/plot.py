@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, NullLocator
 
 __all__ = ["breakdown", "memory", "roofline", "scaling", "sweep", "waterfall", "pareto", "PALETTE"]
 
@@ -33,6 +34,11 @@ MEMORY_PARTS = [
     ("activations_bytes", "activations"), ("overhead_bytes", "buffers + framework"),
 ]
 GIB = 1024.0 ** 3
+# Result keys as axis labels, with their units.
+LABELS = {"step_time_s": "step time (s)", "tokens_per_s": "tokens/s", "tokens_per_s_per_gpu": "tokens/s per GPU",
+          "mfu": "MFU (fraction of the matrix peak)", "e2e_latency_s": "end-to-end latency (s)",
+          "ttft_s": "time to first token (s)", "tpot_s": "time per output token (s)",
+          "output_tokens_per_s": "output tokens/s"}
 
 
 def _rows(table: Any) -> list[dict]:
@@ -234,33 +240,44 @@ def sweep(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path:
     """A sweep() result: a line per value of the second varied field over the first, or a heatmap
     when two fields vary with more than a few values each; points that failed are left blank."""
     varied = list(doc["varied"])
+    if len(varied) not in (1, 2):
+        raise ValueError(f"sweep plot: one or two varied fields, not {len(varied)} ({', '.join(varied)})")
     pts = _flat_rows(doc["points"])
     obj = doc.get("objective", "step_time_s")
     val = {tuple(str(p["inputs." + v]) for v in varied): (_objective_of(doc, p) if p.get("status") == "ok" else float("nan"))
            for p in pts}
     xs = list(dict.fromkeys(str(p["inputs." + varied[0]]) for p in pts))
     fig, ax = _canvas(ax)
+    # Numbers on a numeric axis (log when they span a decade, as geometric sweeps do); names as categories.
+    try:
+        xnum = [float(x) for x in xs]
+    except ValueError:
+        xnum = None
+    xplot = xnum if xnum is not None else xs
     if len(varied) == 1:
-        ax.plot(xs, [val[(x,)] for x in xs], marker="o", color=PALETTE[0], gid=f"sweep:{obj}")
+        ax.plot(xplot, [val[(x,)] for x in xs], marker="o", color=PALETTE[0], gid=f"sweep:{obj}")
     elif len(varied) == 2:
         ys = list(dict.fromkeys(str(p["inputs." + varied[1]]) for p in pts))
         if len(xs) > 4 and len(ys) > 4:
             grid = [[val.get((x, y), float("nan")) for x in xs] for y in ys]
             im = ax.imshow(grid, aspect="auto", origin="lower", cmap="cividis", gid=f"sweep:{obj}")
-            ax.set_xticks(range(len(xs)), xs, rotation=45)
+            ax.set_xticks(range(len(xs)), [f"{float(x):.3g}" if xnum else x for x in xs], rotation=45)
             ax.set_yticks(range(len(ys)), ys)
             ax.set_ylabel(varied[1])
-            fig.colorbar(im, ax=ax, label=obj)
+            fig.colorbar(im, ax=ax, label=LABELS.get(obj, obj))
         else:
             for j, y in enumerate(ys):
-                ax.plot(xs, [val.get((x, y), float("nan")) for x in xs], marker="o", color=PALETTE[j % len(PALETTE)],
+                ax.plot(xplot, [val.get((x, y), float("nan")) for x in xs], marker="o", color=PALETTE[j % len(PALETTE)],
                         label=f"{varied[1]} = {y}", gid=f"sweep:{obj}:{y}")
             ax.legend(frameon=False)
-    else:
-        raise ValueError(f"sweep plot: one or two varied fields, not {len(varied)} ({', '.join(varied)})")
+    if xnum is not None and not ax.images:
+        if min(xnum) > 0 and max(xnum) >= 8 * min(xnum):
+            ax.set_xscale("log")
+        ax.set_xticks(xnum, [EngFormatter()(v) for v in xnum])  # ticks at the points swept
+        ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(varied[0])
     if len(varied) == 1 or ax.get_ylabel() == "":
-        ax.set_ylabel(obj)
+        ax.set_ylabel(LABELS.get(obj, obj))
     ax.set_title(title or f"Sweep of {' and '.join(varied)} ({doc.get('mode', '')})")
     return _finish(fig, path)
 
@@ -284,7 +301,8 @@ def waterfall(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, p
     ax.set_xticks(range(len(factors) + 1), names + ["total"], rotation=30, ha="right")
     ax.set_yscale("log")
     ax.axhline(1.0, color="black", lw=0.8)
-    ax.set_ylabel(f"speed-up of {doc.get('objective', 'the objective')} (x, log scale)")
+    obj = doc.get("objective", "")
+    ax.set_ylabel(f"speed-up of the {LABELS.get(obj, obj or 'objective')} (x, log scale)")
     ax.set_title(title or f"What the {float(doc.get('ratio', level)):.2f}x is made of (Shapley attribution)")
     return _finish(fig, path)
 
