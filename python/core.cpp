@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -72,6 +73,25 @@ py::tuple train(const std::string& scenario, bool is_path, const std::vector<std
     return py::make_tuple(sm::cli::kExitOk, to_py(sm::cli::with_overrides(std::move(r.doc), sets)), err.str());
 }
 
+// The same call as train() n times in C++ alone (no Python objects): what the Python side adds is
+// train()'s time less this (bench/python_overhead.py).
+double time_train_cpp(const std::string& scenario, const std::vector<std::string>& sets, int n) {
+    std::ostringstream err;
+    const sm::cli::Io io{err, err, false, scenario};
+    py::gil_scoped_release unlocked;
+    const auto start = std::chrono::steady_clock::now();
+    size_t sink = 0;
+    for (int i = 0; i < n; ++i) {
+        auto s = sm::cli::load(io, "-", sets, sm::Purpose::train);
+        if (!s) return -1;
+        sm::cli::TrainRun r = sm::cli::run_train(io, *s, false);
+        sink += sm::find_non_finite(r.doc).size() + sm::cli::with_overrides(std::move(r.doc), sets).size();
+        err.str("");
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return sink == size_t(-1) ? 0 : s / n;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -84,4 +104,6 @@ PYBIND11_MODULE(_core, m) {
           "Run the command line in-process: returns Outcome(rc, out, err).");
     m.def("train", &train, py::arg("scenario"), py::arg("is_path"), py::arg("sets"), py::arg("ops") = false,
           "One training prediction: (rc, result dict or None, stderr text).");
+    m.def("_time_train_cpp", &time_train_cpp, py::arg("scenario"), py::arg("sets"), py::arg("n"),
+          "Seconds per train() call in C++ alone, over n calls (benchmarking).");
 }
