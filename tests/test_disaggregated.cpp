@@ -155,6 +155,30 @@ TEST_P(DisaggregatedVsBruteForce, SameBestRate) {
     }
 }
 
+TEST(Disaggregated, ATargetEqualToTheBestTpotKeepsIt) {
+    // "Within the target" includes the target itself: with TPOT capped at exactly the unconstrained
+    // best's own TPOT, that best still qualifies, so the best rate is unchanged.
+    const ModelSpec m = testing::tiny_llama(4);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 2e6;
+    InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    s.prefill_chunk_tokens = 128;
+    s.framework_overhead_bytes = 0;
+    const InferContext c{m, sys, s};
+    const DisaggResult free = disaggregated_search(c, 6, ServeTargets{0, 0}, 1);
+    ASSERT_FALSE(free.best.empty());
+    const DisaggHit& best = free.best.front();
+    const DisaggResult capped = disaggregated_search(c, 6, ServeTargets{0, best.tpot_s}, 1);
+    ASSERT_FALSE(capped.best.empty());
+    EXPECT_DOUBLE_EQ(capped.best.front().output_tokens_per_s_per_gpu, best.output_tokens_per_s_per_gpu);
+    // The capped candidates are a subset holding the best, so the same pairing wins, at the cap.
+    EXPECT_EQ(capped.best.front().tpot_s, best.tpot_s);
+    const DisaggResult ttft_capped = disaggregated_search(c, 6, ServeTargets{best.ttft_s, 0}, 1);
+    ASSERT_FALSE(ttft_capped.best.empty());
+    EXPECT_DOUBLE_EQ(ttft_capped.best.front().output_tokens_per_s_per_gpu, best.output_tokens_per_s_per_gpu);
+    EXPECT_EQ(ttft_capped.best.front().ttft_s, best.ttft_s);
+}
+
 INSTANTIATE_TEST_SUITE_P(SmallBudgets, DisaggregatedVsBruteForce,
                          // The targets bind: the unconstrained best of 6 GPUs has TTFT 15 us and TPOT 2.1 us.
                          ::testing::Values(Budget{"NoTargets", 6, 0, 0}, Budget{"TpotTarget", 8, 0, 1.5e-6},

@@ -169,6 +169,10 @@ TEST(ModelFamilies, SharedExpertsRunOnEveryTokenShardedByTp) {
     EXPECT_DOUBLE_EQ(down.gemm.k, 48);
     EXPECT_DOUBLE_EQ(2 * up.gemm.m * up.gemm.n * up.gemm.k + 2 * down.gemm.m * down.gemm.n * down.gemm.k, 1179648.0);
     for (const CommOp& c : ops.comms) EXPECT_NE(c.group, CommGroup::ep);  // ep = 1: nothing dispatched
+    // The shared experts' up projection keeps the block's input for backward; the router reads
+    // the same tensor and keeps no copy of its own.
+    EXPECT_DOUBLE_EQ(find(ops, "moe_router").saved_bytes, 0.0);
+    EXPECT_GT(find(ops, "shared_up").saved_bytes, 0.0);
     const LayerParams p = count_params(m).layer[idx(LayerKind::moe)];
     const double common = 64.0 * 128 + 64 * 64 + 128 + 8 * 64;  // attention, norms, router
     EXPECT_DOUBLE_EQ(p.experts, 49152.0);
@@ -206,6 +210,17 @@ TEST(ModelFamilies, MlaBlockParametersAndFlop) {
     ASSERT_EQ(two.comms.size(), 4u);  // and the attention's exit, the FFN's entry and exit
     EXPECT_EQ(two.comms[0].name, "tp_all_reduce_grad");
     EXPECT_DOUBLE_EQ(two.comms[0].bytes, 32.0 * 52 * 2);
+}
+
+TEST(ModelFamilies, MlaWithAOneWideQueryLatent) {
+    // q_lora_rank 1 (the smallest latent): q_up reads a width-1 latent, and the TP region is
+    // entered with 1 + 20 latent elements per token: 32 x 21 x 2 = 1,344 bytes at tp 2.
+    ModelSpec m = tiny_mla();
+    m.mla.q_lora_rank = 1;
+    const LayerOps two = layer_ops(m, tokens(1, 32, 2), LayerKind::dense);
+    EXPECT_DOUBLE_EQ(find(two, "q_up_proj").gemm.k, 1.0);
+    EXPECT_EQ(two.comms[0].name, "tp_all_reduce_grad");
+    EXPECT_DOUBLE_EQ(two.comms[0].bytes, 32.0 * 21 * 2);
 }
 
 TEST(ModelFamilies, MlaActivationsKeptForBackward) {

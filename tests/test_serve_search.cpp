@@ -126,5 +126,16 @@ TEST(ServeSearch, LayoutsOfLlama70bOnEightGpus) {
     EXPECT_EQ(serving_layouts(testing::model_preset("llama3-70b"), testing::system_preset("dgx-h100"), 8).size(), 10u);
 }
 
+TEST(ServeSearch, ExpertParallelismDividesTheExperts) {
+    // Mixtral's layout with 6 experts on 4 GPUs: ep must divide dp and the 6 experts.
+    // tp 1: pp 1 (dp 4: ep 1, 2; not 4), pp 2 (dp 2: ep 1, 2), pp 4 (ep 1); tp 2: pp 1 (dp 2:
+    // ep 1, 2), pp 2 (ep 1); tp 4: ep 1 -> 9 layouts, none with ep 4.
+    ModelSpec m = testing::model_preset("mixtral-8x7b");
+    m.moe.experts = 6;
+    const std::vector<ParallelConfig> ls = serving_layouts(m, testing::system_preset("dgx-h100"), 4);
+    EXPECT_EQ(ls.size(), 9u);
+    for (const ParallelConfig& p : ls) EXPECT_NE(p.ep, 4);
+}
+
 }  // namespace
 }  // namespace sm

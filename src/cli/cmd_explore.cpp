@@ -34,7 +34,7 @@ void serve(httplib::Server& srv) {
     for (const EmbeddedFile& f : embedded_web_files()) {
         const std::string path = f.name == "index.html" ? "/" : "/" + std::string(f.name);
         srv.Get(path, [f](const httplib::Request&, httplib::Response& res) {
-            res.set_content(std::string(f.text), content_type_of(f.name).c_str());
+            res.set_content(std::string(f.text), content_type_of(f.name));
         });
     }
     srv.Get("/chart.js", [](const httplib::Request&, httplib::Response& res) {
@@ -57,7 +57,7 @@ void serve(httplib::Server& srv) {
                 if (c == '\n' || c == '\r') c = ' ';
             res.set_header("X-Scalemodel-Notes", one);
         }
-        res.set_content(r.body, r.content_type.c_str());
+        res.set_content(r.body, r.content_type);
     };
     srv.Post(R"(/api/([a-z-]+))", [api](const httplib::Request& req, httplib::Response& res) { api(req.matches[1], req.body, res); });
     srv.Get(R"(/api/(presets|validate))", [api](const httplib::Request& req, httplib::Response& res) { api(req.matches[1], "", res); });
