@@ -59,6 +59,15 @@ study hbm-bandwidth-gpt3-175b-h100.md "GPT-3 175B on DGX H100 (fp8): HBM bandwid
 study hbm-capacity-gpt3-175b-h100.md "GPT-3 175B on DGX H100 (fp8): HBM capacity from 40 to 192 GiB, 1,024-16,384 GPUs" \
     sweep $E/gpt3-175b-h100-fp8.json $G --vary system.accelerator.memory_bytes=42949672960,85899345920,151397597184,206158430208
 
+# HBM generations for inference (Kundu et al.): bandwidth per GPU of HBM2e (A100 80GB, 2.04 TB/s),
+# HBM3 (H100 SXM, 3.35), HBM3e (H200, 4.8; B200, 8) and HBM4 (Rubin as announced, 13) against the
+# batch; then capacity (80, 141, 192, 288 GB) against the batch, which decides what fits.
+I="--mode infer"
+study hbm-bandwidth-llama2-70b-infer.md "Llama-2 70B inference on 4 GPUs (tp 4, bf16, 2,048 in, 256 out): HBM bandwidth per GPU from HBM2e to HBM4, batch 1-64" \
+    sweep $E/llama2-70b-infer-h100.json $I --vary system.accelerator.memory_bw_bytes_per_s=2.04e12,3.35e12,4.8e12,8e12,13e12 --vary inference.batch=1,16,64
+study hbm-capacity-llama2-70b-infer.md "Llama-2 70B inference on 4 GPUs (tp 4, bf16, 2,048 in, 256 out): HBM capacity per GPU 80-288 GB and the batch that fits, output tokens/s" \
+    sweep $E/llama2-70b-infer-h100.json $I --objective output_tokens_per_s --vary system.accelerator.memory_bytes=80e9,141e9,192e9,288e9 --vary inference.batch=64,128,256,512
+
 # The generations against the vendor's claims and Kundu et al.'s ~35x (the table is generated,
 # the reading below it is written against it: docs/studies/generations-vs-claims.md).
 {

@@ -128,6 +128,15 @@ TEST(Shapley, TwoFactorsByHand) {
     EXPECT_NEAR(at.factors[0].share, 0.5 * std::log(8.0) / std::log(5.0), 1e-12);
 }
 
+TEST(StudyObjective, TimesAreBetterLowerRatesHigher) {
+    for (const char* key : {"step_time_s"}) EXPECT_TRUE(parse_study_objective(key, StudyMode::train)->lower_is_better) << key;
+    for (const char* key : {"tokens_per_s", "tokens_per_s_per_gpu", "mfu"})
+        EXPECT_FALSE(parse_study_objective(key, StudyMode::search)->lower_is_better) << key;
+    for (const char* key : {"e2e_latency_s", "ttft_s", "tpot_s"}) EXPECT_TRUE(parse_study_objective(key, StudyMode::infer)->lower_is_better) << key;
+    // output_tokens_per_s ends in "_s" but is a rate.
+    EXPECT_FALSE(parse_study_objective("output_tokens_per_s", StudyMode::infer)->lower_is_better);
+}
+
 TEST(Shapley, RateObjectiveGivesTheSameSpeedups) {
     // Throughput is the inverse of time: the same speedups and ratio.
     const std::vector<FactorGroup> groups = {{"a", {}}, {"b", {}}};

@@ -47,7 +47,7 @@ size_t count_status(const std::vector<PointOutcome>& v, PointStatus s) {
 }  // namespace
 
 std::string objective_text(const std::string& key, double v) {
-    if (key.size() > 2 && key.substr(key.size() - 2) == "_s") return seconds(v);
+    if (is_duration_key(key)) return seconds(v);
     return fmt::format("{:.4g}", v);
 }
 

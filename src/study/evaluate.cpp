@@ -40,6 +40,8 @@ std::string_view to_string(PointStatus s) {
     return "";
 }
 
+bool is_duration_key(std::string_view key) { return key.ends_with("_s") && !key.ends_with("_per_s"); }
+
 std::vector<std::string> objective_names(StudyMode m) {
     if (m == StudyMode::infer) return {"e2e_latency_s", "ttft_s", "tpot_s", "output_tokens_per_s"};
     return {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu"};
@@ -53,8 +55,7 @@ Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode 
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
         return InputError{flag, quote_input(name), fmt::format("for --mode {}: one of {}", to_string(m), list)};
     }
-    // Times: less is better; rates and utilisation: more is.
-    return StudyObjective{std::string(name), name.size() > 2 && name.substr(name.size() - 2) == "_s"};
+    return StudyObjective{std::string(name), is_duration_key(name)};
 }
 
 namespace {

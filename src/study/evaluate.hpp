@@ -27,6 +27,8 @@ struct StudyObjective {
     std::string key;
     bool lower_is_better = true;
 };
+// A time (`step_time_s`: less is better), not a rate (`tokens_per_s`) or a share (`mfu`).
+bool is_duration_key(std::string_view key);
 // The result keys a mode can be judged by; the first is the default.
 std::vector<std::string> objective_names(StudyMode m);
 Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode m, const char* flag = "--objective");
