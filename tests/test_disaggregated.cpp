@@ -179,6 +179,32 @@ TEST(Disaggregated, ATargetEqualToTheBestTpotKeepsIt) {
     EXPECT_EQ(ttft_capped.best.front().ttft_s, best.ttft_s);
 }
 
+TEST(Disaggregated, OneRowPerPoolPairing) {
+    // Rows are unique per (prefill layout, decode point, x, y): the same instances at another
+    // prefill concurrency are one row (the best), but one prefill layout with two decode points,
+    // even at the same instance counts, is two. The 20 best of 8 GPUs hold such a pair.
+    const ModelSpec m = testing::tiny_llama(4);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 2e6;
+    InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    s.prefill_chunk_tokens = 128;
+    s.framework_overhead_bytes = 0;
+    const DisaggResult r = disaggregated_search({m, sys, s}, 8, ServeTargets{0, 0}, 20);
+    ASSERT_EQ(r.best.size(), 20u);
+    auto same_layout = [](const ParallelConfig& a, const ParallelConfig& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; };
+    bool shared = false;
+    for (size_t i = 0; i < r.best.size(); ++i)
+        for (size_t j = i + 1; j < r.best.size(); ++j) {
+            const DisaggHit &a = r.best[i], &b = r.best[j];
+            const bool same_decode = same_layout(a.decode.layout, b.decode.layout) && a.decode.point.concurrency == b.decode.point.concurrency;
+            const bool same_prefill = same_layout(a.prefill.layout, b.prefill.layout);
+            EXPECT_FALSE(same_prefill && same_decode && a.prefill_instances == b.prefill_instances &&
+                         a.decode_instances == b.decode_instances) << i << " and " << j;
+            shared |= same_prefill && !same_decode && a.decode_instances == b.decode_instances;
+        }
+    EXPECT_TRUE(shared);
+}
+
 INSTANTIATE_TEST_SUITE_P(SmallBudgets, DisaggregatedVsBruteForce,
                          // The targets bind: the unconstrained best of 6 GPUs has TTFT 15 us and TPOT 2.1 us.
                          ::testing::Values(Budget{"NoTargets", 6, 0, 0}, Budget{"TpotTarget", 8, 0, 1.5e-6},

@@ -121,6 +121,34 @@ TEST(Serving, MaxConcurrencyIsTheLastThatFits) {
     EXPECT_LE(n, 122);
 }
 
+TEST(Serving, HbmFilledExactlyStillFits) {
+    // Capacity equal to the memory of 50 requests: 50 fit (a full HBM is not an overflow).
+    const ModelSpec m = testing::tiny_llama(2);
+    const InferenceSpec w = toy_serving_workload();
+    SystemSpec sys = testing::round_inference_system();
+    const InferContext c{m, sys, w};  // sees the capacity set below
+    sys.accel.memory_bytes = serving_memory(c, ParallelConfig{}, 50).peak_bytes_per_gpu;
+    EXPECT_EQ(max_concurrency_that_fits(c, ParallelConfig{}), 50);
+    EXPECT_EQ(max_concurrency_that_fits(c, ParallelConfig{}, ServeRole::both), 50);
+}
+
+TEST(Serving, DecodeEnginesHoldNoPromptChunk) {
+    // A decode engine's largest step is its requests' decode tokens: the prompt chunk size, which
+    // sizes a mixed engine's step, does not change its activations; a mixed engine's does.
+    const ModelSpec m = testing::tiny_llama(2);
+    InferenceSpec small = toy_serving_workload(), large = small;
+    small.prefill_chunk_tokens = 16;
+    large.prefill_chunk_tokens = 64;
+    const SystemSpec sys = testing::round_inference_system();
+    const InferContext a{m, sys, small}, b{m, sys, large};
+    EXPECT_EQ(serving_memory(a, ParallelConfig{}, 8, ServeRole::decode).activations_bytes,
+              serving_memory(b, ParallelConfig{}, 8, ServeRole::decode).activations_bytes);
+    EXPECT_LT(serving_memory(a, ParallelConfig{}, 8, ServeRole::both).activations_bytes,
+              serving_memory(b, ParallelConfig{}, 8, ServeRole::both).activations_bytes);
+    EXPECT_LT(serving_memory(a, ParallelConfig{}, 8, ServeRole::prefill).activations_bytes,
+              serving_memory(b, ParallelConfig{}, 8, ServeRole::prefill).activations_bytes);
+}
+
 TEST(Serving, MaxThroughputMatchesEveryConcurrencyTried) {
     // The candidates (powers of two, the limit, the knee) find the best of all concurrencies up
     // to the limit, within 1%: throughput grows with C until prompts queue, then stays flat.
