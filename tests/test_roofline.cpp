@@ -161,6 +161,7 @@ TEST(Roofline, SplitSumsRowTimesByBound) {
     EXPECT_EQ((BoundSplit{1, 2, 0}).dominant(), Bound::memory);
     EXPECT_EQ((BoundSplit{1, 2, 3}).dominant(), Bound::network);
     EXPECT_EQ((BoundSplit{3, 2, 3}).dominant(), Bound::compute);  // network must exceed both
+    EXPECT_EQ((BoundSplit{1, 3, 3}).dominant(), Bound::memory);   // a tie with memory is memory's
     EXPECT_EQ((BoundSplit{2, 2, 1}).dominant(), Bound::memory);   // a tie is memory's
     EXPECT_EQ(to_string(Bound::compute), "compute");
     EXPECT_EQ(to_string(Bound::memory), "memory");
