@@ -65,6 +65,8 @@ study hbm-capacity-gpt3-175b-h100.md "GPT-3 175B on DGX H100 (fp8): HBM capacity
 I="--mode infer"
 study hbm-bandwidth-llama2-70b-infer.md "Llama-2 70B inference on 4 GPUs (tp 4, bf16, 2,048 in, 256 out): HBM bandwidth per GPU from HBM2e to HBM4, batch 1-64" \
     sweep $E/llama2-70b-infer-h100.json $I --vary system.accelerator.memory_bw_bytes_per_s=2.04e12,3.35e12,4.8e12,8e12,13e12 --vary inference.batch=1,16,64
+study hbm-generations-llama2-70b-infer.md "Llama-2 70B inference on 4 GPUs (tp 4, bf16, 2,048 in, 256 out): 8 HBM stacks of each generation (bandwidth and capacity together, presets/memory/hbm.json), batch 1-256" \
+    sweep $E/llama2-70b-infer-h100.json $I --set system.accelerator.hbm.generation=hbm3 --set system.accelerator.hbm.stacks=8 --vary system.accelerator.hbm.generation=hbm2e,hbm3,hbm3e,hbm4 --vary inference.batch=1,64,256
 study hbm-capacity-llama2-70b-infer.md "Llama-2 70B inference on 4 GPUs (tp 4, bf16, 2,048 in, 256 out): HBM capacity per GPU 80-288 GB and the batch that fits, output tokens/s" \
     sweep $E/llama2-70b-infer-h100.json $I --objective output_tokens_per_s --vary system.accelerator.memory_bytes=80e9,141e9,192e9,288e9 --vary inference.batch=64,128,256,512
 

@@ -49,6 +49,40 @@ TEST(Scenario, BaseIsValid) {
     EXPECT_EQ(s->parallel.gpus(), 1);
 }
 
+TEST(Scenario, HbmStacksSetTheMemory) {
+    // H100's preset (80 GiB, 3.35 TB/s) with 6 stacks of HBM3E (24 GiB, 1.2 TB/s each, JEDEC and
+    // Micron figures in presets/memory/hbm.json): 144 GiB and 7.2 TB/s, in the resolved scenario too.
+    auto s = load(kBase, {"system.accelerator.hbm.generation=hbm3e", "system.accelerator.hbm.stacks=6"});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_DOUBLE_EQ(s->system.accel.memory_bytes, 6.0 * 24 * 1073741824);
+    EXPECT_DOUBLE_EQ(s->system.accel.memory_bw_bytes_per_s, 7.2e12);
+    const Json& acc = s->full["system"]["accelerator"];
+    EXPECT_DOUBLE_EQ(acc["memory_bytes"].get<double>(), 6.0 * 24 * 1073741824);
+    EXPECT_DOUBLE_EQ(acc["memory_bw_bytes_per_s"].get<double>(), 7.2e12);
+    EXPECT_FALSE(acc.contains("hbm"));  // a generator, like a preset: the figures are what it made
+    // A stack's figures can be given (a faster bin): 8 x 1.6 TB/s; HBM2e 5 stacks = A100 80GB's 80 GiB.
+    auto fast = load(kBase, {"system.accelerator.hbm.generation=hbm3e", "system.accelerator.hbm.stacks=8",
+                             "system.accelerator.hbm.stack_bw_bytes_per_s=1.6e12"});
+    ASSERT_TRUE(fast.ok());
+    EXPECT_DOUBLE_EQ(fast->system.accel.memory_bw_bytes_per_s, 12.8e12);
+    auto a100 = load(kBase, {"system.accelerator.hbm.generation=hbm2e", "system.accelerator.hbm.stacks=5"});
+    ASSERT_TRUE(a100.ok());
+    EXPECT_DOUBLE_EQ(a100->system.accel.memory_bytes, 80.0 * 1073741824);
+    EXPECT_DOUBLE_EQ(a100->system.accel.memory_bw_bytes_per_s, 2.3e12);
+}
+
+TEST(Scenario, HbmErrorsNameTheField) {
+    EXPECT_EQ(set_error("system.accelerator.hbm.generation=hbm5").path, "system.accelerator.hbm.generation");
+    EXPECT_TRUE(contains(error_of(kBase, {"system.accelerator.hbm.generation=hbm9", "system.accelerator.hbm.stacks=4"}).allowed,
+                         "hbm2e, hbm3, hbm3e, hbm4"));
+    EXPECT_EQ(set_error("system.accelerator.hbm.generation=hbm3").path, "system.accelerator.hbm.stacks");
+    EXPECT_EQ(error_of(kBase, {"system.accelerator.hbm.generation=hbm3", "system.accelerator.hbm.stacks=0"}).path,
+              "system.accelerator.hbm.stacks");
+    EXPECT_EQ(error_of(kBase, {"system.accelerator.hbm.generation=hbm3", "system.accelerator.hbm.stacks=4",
+                               "system.accelerator.hbm.pins=2048"}).path,
+              "system.accelerator.hbm.pins");
+}
+
 TEST(Scenario, UnknownKeySuggestsTheNearest) {
     const InputError e = set_error("parallel.tpp=2");
     EXPECT_EQ(e.path, "parallel.tpp");

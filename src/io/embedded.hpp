@@ -17,6 +17,8 @@ std::span<const EmbeddedFile> embedded_validation_sets();
 std::span<const EmbeddedFile> embedded_validation_contexts();
 // "analysis": the author's one-line explanations of rows' errors, shown in docs/VALIDATION.md.
 std::span<const EmbeddedFile> embedded_validation_analysis();
+// "hbm": per-stack bandwidth and capacity of each HBM generation (presets/memory/hbm.json).
+std::span<const EmbeddedFile> embedded_memory_presets();
 // The explorer's page (web/: index.html, app.js, style.css), by file name.
 std::span<const EmbeddedFile> embedded_web_files();
 

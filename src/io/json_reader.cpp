@@ -98,6 +98,14 @@ const Json* ObjectReader::find(const char* key) {
     return it == j_.end() ? nullptr : &*it;
 }
 
+void ObjectReader::set_recorded(const char* key, const Json& v) {
+    if (sink_) (*sink_)[key] = v;
+}
+
+void ObjectReader::drop_recorded(const char* key) {
+    if (sink_) sink_->erase(key);
+}
+
 void ObjectReader::ignore(const char* key) {
     known_.insert(key);
     if (sink_ && j_.contains(key)) (*sink_)[key] = j_[key];  // documentation travels with the data

@@ -44,6 +44,10 @@ public:
     // From now on every value read (the given one or the default taken) is written to
     // (*sink)[key], nested readers into sub-objects: the fully resolved input, for `resolve`.
     void record_into(Json* sink) { sink_ = sink; }
+    // Replaces what the resolved input says for `key` (a value derived from other fields), or
+    // removes it (a generator of other fields, such as a preset, that is not itself a figure).
+    void set_recorded(const char* key, const Json& v);
+    void drop_recorded(const char* key);
     // Marks a key as known without reading it (documentation fields such as `sources`).
     void ignore(const char* key);
     [[nodiscard]] bool has(const char* key) const;

@@ -161,6 +161,27 @@ LinkLevel read_link(ObjectReader& r) {
     return l;
 }
 
+struct HbmMemory {
+    double bytes = 0, bw_bytes_per_s = 0;
+};
+
+// `accelerator.hbm`: {generation, stacks[, stack_bw_bytes_per_s, stack_bytes]}, the memory as
+// stacks of one HBM generation (presets/memory/hbm.json), or nothing when absent.
+std::optional<HbmMemory> read_hbm(ObjectReader& a) {
+    auto h = a.child("hbm");
+    if (!h) return std::nullopt;
+    const Json table = Json::parse(embedded_memory_presets().front().text);
+    std::vector<std::string> generations;
+    for (const auto& [k, v] : table.items())
+        if (v.is_object()) generations.push_back(k);
+    const std::string gen = h->choice("generation", std::nullopt, generations);
+    const auto stacks = static_cast<double>(h->integer("stacks", std::nullopt, 1, 32));
+    const double bw = h->number("stack_bw_bytes_per_s", table[gen]["stack_bw_bytes_per_s"].get<double>(), 1e9, 1e14);
+    const double bytes = h->number("stack_bytes", table[gen]["stack_bytes"].get<double>(), 1e8, 1e12);
+    h->finish();
+    return HbmMemory{stacks * bytes, stacks * bw};
+}
+
 SystemSpec read_system(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
     r.record_into(sink);
@@ -182,8 +203,17 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         }
         peaks->finish();
         s.accel.vector_flop_per_s = a->number("vector_flop_per_s", std::nullopt, 1e6, 1e20);
-        s.accel.memory_bytes = a->number("memory_bytes", std::nullopt, 1.0, 1e15);
-        s.accel.memory_bw_bytes_per_s = a->number("memory_bw_bytes_per_s", std::nullopt, 1e6, 1e16);
+        const std::optional<HbmMemory> hbm = read_hbm(*a);
+        s.accel.memory_bytes = a->number("memory_bytes", hbm ? std::optional(hbm->bytes) : std::nullopt, 1.0, 1e15);
+        s.accel.memory_bw_bytes_per_s =
+            a->number("memory_bw_bytes_per_s", hbm ? std::optional(hbm->bw_bytes_per_s) : std::nullopt, 1e6, 1e16);
+        if (hbm) {  // the stacks replace the figures (a preset's included); resolve shows the result
+            s.accel.memory_bytes = hbm->bytes;
+            s.accel.memory_bw_bytes_per_s = hbm->bw_bytes_per_s;
+            a->set_recorded("memory_bytes", hbm->bytes);
+            a->set_recorded("memory_bw_bytes_per_s", hbm->bw_bytes_per_s);
+            a->drop_recorded("hbm");
+        }
         a->finish();
     }
     s.node_gpus = r.integer("node_gpus", 8, 1, 4096);
