@@ -84,3 +84,7 @@ study hbm-capacity-llama2-70b-infer.md "Llama-2 70B inference on 4 GPUs (tp 4, b
     python3 scripts/generation_claims.py "$BIN" 4096 2>/dev/null
     cat scripts/studies/generations-vs-claims.reading.md
 } >"$OUT/generations-vs-claims.md"
+
+# Technology nodes 12 nm -> 1 nm (system.technology): the chips, and logic-, memory- and
+# network-only scaling for GPT-3 175B, GPT 1T and Llama-2 70B (tables and reading generated).
+python3 scripts/technology_study.py "$BIN"

@@ -19,6 +19,9 @@ std::span<const EmbeddedFile> embedded_validation_contexts();
 std::span<const EmbeddedFile> embedded_validation_analysis();
 // "hbm": per-stack bandwidth and capacity of each HBM generation (presets/memory/hbm.json).
 std::span<const EmbeddedFile> embedded_memory_presets();
+// "nodes" and "serdes": process nodes and SerDes generations for system.technology
+// (presets/technology/).
+std::span<const EmbeddedFile> embedded_technology_presets();
 // The explorer's page (web/: index.html, app.js, style.css), by file name.
 std::span<const EmbeddedFile> embedded_web_files();
 

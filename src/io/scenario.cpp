@@ -6,6 +6,7 @@
 
 #include "io/embedded.hpp"
 #include "io/provenance.hpp"
+#include "io/technology_reader.hpp"
 #include "io/read_file.hpp"
 #include "parallel/pipeline_split.hpp"
 
@@ -154,9 +155,14 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     return m;
 }
 
-LinkLevel read_link(ObjectReader& r) {
+// `generated`: the bandwidth system.technology's SerDes give, which replaces any figure given.
+LinkLevel read_link(ObjectReader& r, std::optional<double> generated) {
     LinkLevel l;
-    l.bw_bytes_per_s = r.number("bw_bytes_per_s", std::nullopt, 1e3, 1e15);
+    l.bw_bytes_per_s = r.number("bw_bytes_per_s", generated, 1e3, 1e15);
+    if (generated) {
+        l.bw_bytes_per_s = *generated;
+        r.set_recorded("bw_bytes_per_s", *generated);
+    }
     l.latency_s = r.number("latency_s", 0.0, 0.0, 1.0);
     return l;
 }
@@ -189,30 +195,57 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     s.name = r.text("name", "custom");
     r.ignore("description");
     r.ignore("sources");
+    // A technology description generates the accelerator and the link bandwidths: they replace
+    // the figures (a preset's included), and resolve shows what was generated.
+    const std::optional<TechnologyReading> tech = read_technology(r);
     {
-        auto a = r.child("accelerator");
-        if (!a) fail(path + ".accelerator", "nothing", "required: an object with the GPU's peaks and memory");
+        std::optional<ObjectReader> a = tech ? r.child_or_empty("accelerator") : r.child("accelerator");
+        if (!a) fail(path + ".accelerator", "nothing", "required: an object with the GPU's peaks and memory (or system.technology)");
         s.accel.name = a->text("name", "custom");
         auto peaks = a->child("matrix_flop_per_s");
-        if (!peaks) fail(a->path_of("matrix_flop_per_s"), "nothing", "required: {precision: FLOP/s, ...}");
+        if (!peaks && !tech) fail(a->path_of("matrix_flop_per_s"), "nothing", "required: {precision: FLOP/s, ...}");
         const auto names = precision_names();
         for (const auto& name : names) {
-            if (!peaks->has(name.c_str())) continue;
+            if (!peaks || !peaks->has(name.c_str())) continue;
             s.accel.matrix_flop_per_s[static_cast<size_t>(*parse_precision(name))] =
                 peaks->number(name.c_str(), std::nullopt, 1e6, 1e20);
         }
-        peaks->finish();
-        s.accel.vector_flop_per_s = a->number("vector_flop_per_s", std::nullopt, 1e6, 1e20);
+        if (peaks) peaks->finish();
+        const std::optional<double> none;
+        s.accel.vector_flop_per_s = a->number("vector_flop_per_s", tech ? std::optional(0.0) : none, tech ? 0.0 : 1e6, 1e20);
+        if (tech && a->has("hbm"))
+            fail(a->path_of("hbm"), "HBM stacks beside system.technology", "the technology's own hbm {generation, stacks}");
         const std::optional<HbmMemory> hbm = read_hbm(*a);
-        s.accel.memory_bytes = a->number("memory_bytes", hbm ? std::optional(hbm->bytes) : std::nullopt, 1.0, 1e15);
+        const bool derived = hbm || tech;
+        s.accel.memory_bytes = a->number("memory_bytes", derived ? std::optional(0.0) : none, derived ? 0.0 : 1.0, 1e15);
         s.accel.memory_bw_bytes_per_s =
-            a->number("memory_bw_bytes_per_s", hbm ? std::optional(hbm->bw_bytes_per_s) : std::nullopt, 1e6, 1e16);
+            a->number("memory_bw_bytes_per_s", derived ? std::optional(0.0) : none, derived ? 0.0 : 1e6, 1e16);
         if (hbm) {  // the stacks replace the figures (a preset's included); resolve shows the result
             s.accel.memory_bytes = hbm->bytes;
             s.accel.memory_bw_bytes_per_s = hbm->bw_bytes_per_s;
-            a->set_recorded("memory_bytes", hbm->bytes);
-            a->set_recorded("memory_bw_bytes_per_s", hbm->bw_bytes_per_s);
             a->drop_recorded("hbm");
+        }
+        if (tech) {
+            const GeneratedChip& g = tech->chip;
+            const TechnologySpec& t = tech->spec;
+            s.accel.name = fmt::format("{}x{:g}mm2-{:g}W", t.dies, t.die_area_m2 * 1e6, t.tdp_w);
+            Json recorded = Json::object();
+            for (Precision p : kAllPrecisions) {
+                const auto i = static_cast<size_t>(p);
+                s.accel.matrix_flop_per_s[i] = g.matrix_flop_per_s[i] > 0 ? std::optional(g.matrix_flop_per_s[i]) : std::nullopt;
+                if (g.matrix_flop_per_s[i] > 0) recorded[std::string(to_string(p))] = g.matrix_flop_per_s[i];
+            }
+            a->set_recorded("matrix_flop_per_s", recorded);
+            a->set_recorded("name", s.accel.name);
+            s.accel.vector_flop_per_s = g.vector_flop_per_s;
+            s.accel.memory_bytes = g.memory_bytes;
+            s.accel.memory_bw_bytes_per_s = g.memory_bw_bytes_per_s;
+            a->set_recorded("vector_flop_per_s", s.accel.vector_flop_per_s);
+            r.set_recorded("description", tech->summary);
+        }
+        if (derived) {
+            a->set_recorded("memory_bytes", s.accel.memory_bytes);
+            a->set_recorded("memory_bw_bytes_per_s", s.accel.memory_bw_bytes_per_s);
         }
         a->finish();
     }
@@ -222,11 +255,11 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         if (!up) fail(path + ".scale_up", "nothing", "required: {domain_gpus, bw_bytes_per_s, latency_s}");
         s.scale_up_domain = up->integer("domain_gpus", s.node_gpus, 1, kMaxGpus);
         s.gpus_used_per_domain = up->integer("gpus_used_per_domain", s.scale_up_domain, 1, s.scale_up_domain);
-        s.scale_up = read_link(*up);
+        s.scale_up = read_link(*up, tech ? std::optional(tech->chip.scale_up_bw_bytes_per_s) : std::nullopt);
         up->finish();
         auto out = r.child("scale_out");
         if (!out) fail(path + ".scale_out", "nothing", "required: {bw_bytes_per_s, latency_s}");
-        s.scale_out = read_link(*out);
+        s.scale_out = read_link(*out, tech ? std::optional(tech->chip.scale_out_bw_bytes_per_s) : std::nullopt);
         out->finish();
     }
     if (auto h = r.child("host_memory")) {

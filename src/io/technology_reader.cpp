@@ -1,0 +1,137 @@
+#include "io/technology_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/embedded.hpp"
+
+namespace sm {
+
+namespace {
+
+Json technology_table(std::string_view name) {
+    for (const auto& f : embedded_technology_presets())
+        if (f.name == name) return Json::parse(f.text);
+    throw std::logic_error("embedded technology table missing");
+}
+
+// The entries of a preset table (its objects; the rest is documentation), alphabetical.
+std::vector<std::string> entries(const Json& t) {
+    std::vector<std::string> v;
+    for (const auto& [k, e] : t.items())
+        if (e.is_object()) v.push_back(k);
+    return v;
+}
+
+// Names that start with a number ("12nm", "1.4nm", "200g") in the order people read them.
+std::vector<std::string> by_number(std::vector<std::string> v, bool descending) {
+    std::stable_sort(v.begin(), v.end(), [&](const std::string& a, const std::string& b) {
+        return descending ? std::stod(a) > std::stod(b) : std::stod(a) < std::stod(b);
+    });
+    return v;
+}
+
+double num(const Json& entry, const char* key) { return entry.at(key).get<double>(); }
+
+}  // namespace
+
+std::optional<TechnologyReading> read_technology(ObjectReader& system) {
+    auto r = system.child("technology");
+    if (!r) return std::nullopt;
+    const Json nodes = technology_table("nodes");
+    const Json serdes = technology_table("serdes");
+    const Json hbm_table = Json::parse(embedded_memory_presets().front().text);
+    const auto node_names = by_number(entries(nodes), true);
+
+    TechnologyReading out;
+    TechnologySpec& t = out.spec;
+    const std::string node = r->choice("node", std::nullopt, node_names);
+    const std::string memory_node = r->choice("memory_node", node, node_names);
+    const std::string network_node = r->choice("network_node", node, node_names);
+    const Json& n = nodes[node];
+    // Any figure of the node may be overridden (what a sensitivity or a what-if varies).
+    t.node.logic_density_per_m2 = r->number("logic_density_per_m2", num(n, "logic_density_per_m2"), 1e9, 1e16);
+    t.node.sram_bytes_per_m2 = r->number("sram_bytes_per_m2", num(n, "sram_bytes_per_m2"), 1e8, 1e15);
+    t.node.clock_hz = r->number("clock_hz", num(n, "clock_hz"), 1e7, 1e11);
+    t.node.bf16_j_per_flop = r->number("bf16_j_per_flop", num(n, "bf16_j_per_flop"), 1e-16, 1e-9);
+    t.node.leakage_w_per_m2 = r->number("leakage_w_per_m2", num(n, "leakage_w_per_m2"), 0.0, 1e7);
+    t.dies = r->integer("dies", 1, 1, 64);
+    const double die_mm2 = r->number("die_area_mm2", std::nullopt, 1.0, 50000.0);
+    t.die_area_m2 = die_mm2 * 1e-6;
+    t.tdp_w = r->number("tdp_w", std::nullopt, 1.0, 1e6);
+    // Defaults: the B200's floorplan (docs/PRESET_SCHEMA.md).
+    t.tensor_share = r->number("tensor_share", 0.28, 1e-4, 1.0);
+    t.vector_share = r->number("vector_share", 0.055, 0.0, 1.0);
+    t.sram_share = r->number("sram_share", 0.032, 0.0, 1.0);
+    t.tensor_transistors_per_flop_cycle = r->number("tensor_transistors_per_flop_cycle", t.tensor_transistors_per_flop_cycle, 1.0, 1e9);
+    t.vector_transistors_per_flop_cycle = r->number("vector_transistors_per_flop_cycle", t.vector_transistors_per_flop_cycle, 1.0, 1e10);
+    std::vector<std::string> all;
+    for (Precision p : kAllPrecisions) all.emplace_back(to_string(p));
+    for (const std::string& p : r->choices("precisions", std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8"}, all))
+        t.precisions[static_cast<size_t>(*parse_precision(p))] = true;
+    if (!t.precisions[static_cast<size_t>(Precision::bf16)])
+        fail(r->path_of("precisions"), "a list without bf16", "expected a list that includes bf16, the tensor array's reference format");
+
+    {  // HBM: the memory node's generation unless named; as many stacks as the shoreline holds
+        ObjectReader h = r->child_or_empty("hbm");
+        const std::string gen = h.choice("generation", nodes[memory_node]["hbm"].get<std::string>(), entries(hbm_table));
+        const Json& e = hbm_table[gen];
+        t.hbm.edge_m = num(e, "edge_m");
+        t.hbm.stack_bw_bytes_per_s = h.number("stack_bw_bytes_per_s", num(e, "stack_bw_bytes_per_s"), 1e9, 1e14);
+        t.hbm.stack_bytes = h.number("stack_bytes", num(e, "stack_bytes"), 1e8, 1e12);
+        t.hbm.j_per_bit = h.number("j_per_bit", num(e, "j_per_bit"), 0.0, 1e-9);
+        t.hbm.phy_area_m2 = num(e, "phy_area_m2");
+        const int64_t most = max_hbm_stacks(t);
+        if (most < 1)
+            fail(h.path_of("stacks"), fmt::format("dies of {:g} mm2", die_mm2),
+                 fmt::format("expected a die edge of at least {:g} mm for one stack", t.hbm.edge_m * 1e3));
+        t.hbm.stacks = h.integer("stacks", most, 1, 1024);
+        if (t.hbm.stacks > most)
+            fail(h.path_of("stacks"), std::to_string(t.hbm.stacks),
+                 fmt::format("expected at most {}: {} die(s) of {:g} mm2 hold {} stacks of {} along two edges each ({:g} mm per stack)", most,
+                             t.dies, die_mm2, most, gen, t.hbm.edge_m * 1e3));
+        h.finish();
+    }
+    {  // SerDes: the network node's generation unless named
+        ObjectReader s = r->child_or_empty("serdes");
+        const auto gens = by_number(entries(serdes), false);
+        const std::string up = s.choice("generation", nodes[network_node]["serdes"].get<std::string>(), gens);
+        const std::string outg = s.choice("scale_out_generation", up, gens);
+        auto lane = [&](const std::string& g) {
+            const Json& e = serdes[g];
+            return SerdesTech{num(e, "lane_bits_per_s"), num(e, "j_per_bit"), num(e, "lane_area_m2")};
+        };
+        t.scale_up_serdes = lane(up);
+        t.scale_out_serdes = lane(outg);
+        t.scale_up_lanes = s.integer("scale_up_lanes", 36, 1, 100000);
+        t.scale_out_lanes = s.integer("scale_out_lanes", 4, 1, 100000);
+        s.finish();
+    }
+    r->finish();
+
+    const ChipPower fixed = fixed_power(t);
+    if (t.tdp_w <= fixed.total_w())
+        fail(r->path_of("tdp_w"), fmt::format("{:g} W", t.tdp_w),
+             fmt::format("expected more than the {:.0f} W the chip spends before any math at full load (static {:.0f}, HBM {:.0f}, SerDes {:.0f})",
+                         fixed.total_w(), fixed.static_w, fixed.hbm_w, fixed.serdes_w));
+    out.chip = generate_chip(t);
+    if (out.chip.area_used_share > 1.0)
+        fail(r->path_of("tensor_share"), fmt::format("shares that use {:.3g} of the die area", out.chip.area_used_share),
+             "expected at most 1: tensor + vector + SRAM shares plus the HBM PHYs and SerDes lanes must fit the dies");
+    const GeneratedChip& g = out.chip;
+    out.summary = fmt::format(
+        "generated by system.technology: {} logic, {} x {:g} mm2, {:g} W; bf16 {:.4g} TFLOP/s ({}-limited; area {:.4g}, power {:.4g}); "
+        "SRAM {:.4g} MB; HBM {} x {:.4g} GB/s; scale-up {:.4g} GB/s, scale-out {:.4g} GB/s; full-load power {:.0f} W "
+        "(tensor {:.0f}, HBM {:.0f}, SerDes {:.0f}, static {:.0f})",
+        node, t.dies, die_mm2, t.tdp_w, g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)] / 1e12,
+        g.power_limited ? "power" : "area", g.area_limited_bf16_flop_per_s / 1e12, g.power_limited_bf16_flop_per_s / 1e12,
+        g.sram_bytes / 1e6, t.hbm.stacks, t.hbm.stack_bw_bytes_per_s / 1e9, g.scale_up_bw_bytes_per_s / 1e9,
+        g.scale_out_bw_bytes_per_s / 1e9, g.power.total_w(), g.power.tensor_w, g.power.hbm_w, g.power.serdes_w, g.power.static_w);
+    return out;
+}
+
+}  // namespace sm
