@@ -68,6 +68,10 @@ TEST(Stages, Llama405bEmbeddingAndLossSlotsOnPp8Vp8) {
     EXPECT_EQ(default_split(126, cut(8, 8, PipelineSplit::even)), PipelineSplit::embedding_loss);
     EXPECT_EQ(default_split(126, cut(16, 4, PipelineSplit::even)), PipelineSplit::embedding_loss);
     EXPECT_EQ(default_split(96, cut(8, 2, PipelineSplit::even)), PipelineSplit::even);
+    // Neither fits (9 layers on pp 2 x vp 2: 9 and 11 are not multiples of 4): interleaved, the
+    // even split is kept so that its error names the rule; without interleaving, uniform.
+    EXPECT_EQ(default_split(9, cut(2, 2, PipelineSplit::even)), PipelineSplit::even);
+    EXPECT_EQ(default_split(9, cut(2, 1, PipelineSplit::even)), PipelineSplit::uniform);
 }
 
 // BLOOM 176B: 70 layers + 2 = 72 slots on pp 12: 6 per stage; GPU 0 holds layers 0-4 and the
