@@ -141,6 +141,8 @@ def main():
                      f"{acc['memory_bw_bytes_per_s'] / 1e12:.2f} TB/s, {acc['memory_bytes'] / 2**30:.0f} GiB | "
                      f"{s['scale_up']['bw_bytes_per_s'] / 1e9:.0f} | {s['scale_out']['bw_bytes_per_s'] / 1e9:.0f} | {power} |")
     lines.append("")
+    limited = [n for n in NODES if "power-limited" in chip[n]["description"]]
+    power_bound = ", ".join(limited) if limited else "no node"
     training_section("GPT-3 175B training (bf16, batch 1,536 x 2,048), 4,096 GPUs, best layout per point", TRAIN, [], lines)
     training_section("GPT 1T training (bf16, batch 2,048 x 2,048), 4,096 GPUs, best layout per point", TRAIN,
                      ["model.preset=gpt-1t", "training.global_batch=2048"], lines)
@@ -148,8 +150,9 @@ def main():
     lines += ["## Assumptions that decide these numbers", "",
               "- Nodes after 4 nm are projections (foundry claims; 1 nm from imec's roadmap): presets/technology/nodes.json gives "
               "each figure's source. Energy per operation at a projected node is the foundry's iso-speed power ratio times the "
-              "square of its clock gain, so density outgrows energy and the 700 W budget binds from 2 nm on: the chip then runs "
-              "below the node's clock (power goes with the clock cubed).",
+              f"square of its clock gain, so density outgrows energy and the 700 W budget binds at {power_bound}: the chip then "
+              "runs below the node's clock (power goes with the clock cubed). The energies are the datasheet convention (a "
+              "chip's boost-clock peak fits its TDP), which real parts under a training load exceed: power binds earlier than this.",
               "- The floorplan stays the H100's (24% tensor, 9% vector, 3.6% SRAM): a designer would spend the area differently at "
               "each node; vary `system.technology.tensor_share` or `sram_share` to see it.",
               "- The on-chip SRAM is reported, not yet a level of the roofline: SRAM scaling does not change these step times.",

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "io/scenario.hpp"
 #include "training/step.hpp"
@@ -23,6 +24,17 @@ inline SystemSpec system_preset(const std::string& name) {
     auto s = parse_system(j.value(), name);
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
     return s.value();
+}
+
+// Runs the whole I/O pipeline (parse, `--set` overrides, build); returns the scenario or the
+// first error.
+inline Expected<Scenario> load(const std::string& text, const std::vector<std::string>& sets = {},
+                               Purpose purpose = Purpose::train) {
+    auto doc = parse_scenario_text(text, "test");
+    if (!doc) return doc.error();
+    auto over = apply_overrides(std::move(doc).value(), sets);
+    if (!over) return over.error();
+    return build_scenario(over.value(), purpose);
 }
 
 inline Scenario scenario(const std::string& json, Purpose purpose = Purpose::train) {

@@ -10,6 +10,7 @@
 
 #include "io/report.hpp"
 #include "io/scenario.hpp"
+#include "test_helpers.hpp"
 #include "training/step.hpp"
 
 namespace sm {
@@ -17,15 +18,7 @@ namespace {
 
 const char* kBase = R"({"model": {"preset": "llama3-70b"}, "system": {"preset": "dgx-h100"}})";
 
-// Runs the whole I/O pipeline; returns the scenario or the first error.
-Expected<Scenario> load(const std::string& text, const std::vector<std::string>& sets = {},
-                        Purpose purpose = Purpose::train) {
-    auto doc = parse_scenario_text(text, "test");
-    if (!doc) return doc.error();
-    auto over = apply_overrides(std::move(doc).value(), sets);
-    if (!over) return over.error();
-    return build_scenario(over.value(), purpose);
-}
+using testing::load;
 
 // The error of an input that must be rejected; fails the test if it is accepted.
 InputError error_of(const std::string& text, const std::vector<std::string>& sets = {},

@@ -3,9 +3,7 @@
 // presets/systems (each with its source).
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "hardware/technology.hpp"
@@ -14,6 +12,8 @@
 
 namespace sm {
 namespace {
+
+using testing::load;
 
 // A chip with round figures: 500 mm2 at 1e14 transistors/m2 (5e10 transistors), 2 GHz, 0.5 pJ per
 // bf16 FLOP, 0.05 W/mm2 static; 4 HBM stacks of 1 TB/s at 3 pJ/bit; 10 scale-up lanes of 100 Gb/s
@@ -138,33 +138,29 @@ TEST(Technology, PropertyPowerWithinTdpAndMonotone) {
     }
 }
 
-std::string read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // A100, H100 and B200 described by their node, area, power and memory and network generations
 // (examples/technology/) against their datasheet figures (the presets', each with its source):
 // every peak, HBM bandwidth and capacity, NVLink and NIC bandwidth within 15%.
 void expect_reconstructs(const std::string& chip, const std::string& preset) {
-    const Scenario s = testing::scenario(read(std::string(SCALEMODEL_SOURCE_DIR) + "/examples/technology/" + chip + ".json"));
+    const auto doc = read_scenario_file(std::string(SCALEMODEL_SOURCE_DIR) + "/examples/technology/" + chip + ".json");
+    ASSERT_TRUE(doc.ok()) << doc.error().message();
+    const auto s = build_scenario(doc.value(), Purpose::train);
+    ASSERT_TRUE(s.ok()) << s.error().message();
     const SystemSpec datasheet = testing::system_preset(preset);
     const auto within = [&](double got, double want, const std::string& what) {
         EXPECT_NEAR(got / want, 1.0, 0.15) << chip << " " << what << ": " << got << " vs " << want;
     };
     for (Precision p : kAllPrecisions) {
         const auto want = datasheet.accel.matrix_peak(p);
-        const auto got = s.system.accel.matrix_peak(p);
+        const auto got = s->system.accel.matrix_peak(p);
         EXPECT_EQ(got.has_value(), want.has_value()) << chip << " " << to_string(p);
         if (got && want) within(*got, *want, std::string(to_string(p)));
     }
-    within(s.system.accel.vector_flop_per_s, datasheet.accel.vector_flop_per_s, "vector");
-    within(s.system.accel.memory_bw_bytes_per_s, datasheet.accel.memory_bw_bytes_per_s, "HBM bandwidth");
-    within(s.system.accel.memory_bytes, datasheet.accel.memory_bytes, "HBM capacity");
-    within(s.system.scale_up.bw_bytes_per_s, datasheet.scale_up.bw_bytes_per_s, "scale-up");
-    within(s.system.scale_out.bw_bytes_per_s, datasheet.scale_out.bw_bytes_per_s, "scale-out");
+    within(s->system.accel.vector_flop_per_s, datasheet.accel.vector_flop_per_s, "vector");
+    within(s->system.accel.memory_bw_bytes_per_s, datasheet.accel.memory_bw_bytes_per_s, "HBM bandwidth");
+    within(s->system.accel.memory_bytes, datasheet.accel.memory_bytes, "HBM capacity");
+    within(s->system.scale_up.bw_bytes_per_s, datasheet.scale_up.bw_bytes_per_s, "scale-up");
+    within(s->system.scale_out.bw_bytes_per_s, datasheet.scale_out.bw_bytes_per_s, "scale-out");
 }
 
 TEST(Technology, ReconstructsA100) { expect_reconstructs("a100", "dgx-a100-40gb"); }
@@ -177,14 +173,6 @@ const char* kTech = R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "
 
 const char* kBare = R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100", "technology":
     {"node": "4nm", "die_area_mm2": 814, "tdp_w": 700, "tensor_share": 0.24, "vector_share": 0.09}}})";
-
-Expected<Scenario> load(const std::string& text, const std::vector<std::string>& sets = {}) {
-    auto doc = parse_scenario_text(text, "test");
-    if (!doc) return doc.error();
-    auto over = apply_overrides(std::move(doc).value(), sets);
-    if (!over) return over.error();
-    return build_scenario(over.value(), Purpose::train);
-}
 
 std::string error_path(const std::vector<std::string>& sets) {
     auto s = load(kTech, sets);

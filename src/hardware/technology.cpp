@@ -46,9 +46,10 @@ GeneratedChip generate_chip(const TechnologySpec& t) {
     // Over budget, the chip lowers its clock, and its voltage with it: energy per operation falls
     // with the square of the clock, so power goes with its cube and the clock that fits the
     // budget is the node's times the cube root of budget over demand (the usual DVFS rule).
-    const double clock_factor = area_limited_w > tensor_budget_w ? std::cbrt(tensor_budget_w / area_limited_w) : 1.0;
-    g.power_limited = clock_factor < 1.0;
-    g.power_limited_bf16_flop_per_s = g.area_limited_bf16_flop_per_s * std::cbrt(tensor_budget_w / area_limited_w);
+    const double headroom = std::cbrt(tensor_budget_w / area_limited_w);  // the clock the budget allows, over the node's
+    const double clock_factor = std::min(1.0, headroom);
+    g.power_limited = headroom < 1.0;
+    g.power_limited_bf16_flop_per_s = g.area_limited_bf16_flop_per_s * headroom;
     const double bf16 = g.area_limited_bf16_flop_per_s * clock_factor;
     g.power.tensor_w = area_limited_w * clock_factor * clock_factor * clock_factor;
     g.vector_flop_per_s = t.vector_share * transistors / t.vector_transistors_per_flop_cycle * t.node.clock_hz * clock_factor;

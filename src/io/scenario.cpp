@@ -176,16 +176,10 @@ struct HbmMemory {
 std::optional<HbmMemory> read_hbm(ObjectReader& a) {
     auto h = a.child("hbm");
     if (!h) return std::nullopt;
-    const Json table = Json::parse(embedded_memory_presets().front().text);
-    std::vector<std::string> generations;
-    for (const auto& [k, v] : table.items())
-        if (v.is_object()) generations.push_back(k);
-    const std::string gen = h->choice("generation", std::nullopt, generations);
+    const HbmStack stack = read_hbm_stack(*h, std::nullopt);
     const auto stacks = static_cast<double>(h->integer("stacks", std::nullopt, 1, 32));
-    const double bw = h->number("stack_bw_bytes_per_s", table[gen]["stack_bw_bytes_per_s"].get<double>(), 1e9, 1e14);
-    const double bytes = h->number("stack_bytes", table[gen]["stack_bytes"].get<double>(), 1e8, 1e12);
     h->finish();
-    return HbmMemory{stacks * bytes, stacks * bw};
+    return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s};
 }
 
 SystemSpec read_system(const Json& j, const std::string& path, Json* sink = nullptr) {

@@ -39,12 +39,21 @@ double num(const Json& entry, const char* key) { return entry.at(key).get<double
 
 }  // namespace
 
+HbmStack read_hbm_stack(ObjectReader& h, const std::optional<std::string>& default_generation) {
+    const Json table = Json::parse(embedded_memory_presets().front().text);
+    HbmStack out;
+    out.generation = h.choice("generation", default_generation, entries(table));
+    out.entry = table[out.generation];
+    out.bw_bytes_per_s = h.number("stack_bw_bytes_per_s", num(out.entry, "stack_bw_bytes_per_s"), 1e9, 1e14);
+    out.bytes = h.number("stack_bytes", num(out.entry, "stack_bytes"), 1e8, 1e12);
+    return out;
+}
+
 std::optional<TechnologyReading> read_technology(ObjectReader& system) {
     auto r = system.child("technology");
     if (!r) return std::nullopt;
     const Json nodes = technology_table("nodes");
     const Json serdes = technology_table("serdes");
-    const Json hbm_table = Json::parse(embedded_memory_presets().front().text);
     const auto node_names = by_number(entries(nodes), true);
 
     TechnologyReading out;
@@ -78,13 +87,13 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
 
     {  // HBM: the memory node's generation unless named; as many stacks as the shoreline holds
         ObjectReader h = r->child_or_empty("hbm");
-        const std::string gen = h.choice("generation", nodes[memory_node]["hbm"].get<std::string>(), entries(hbm_table));
-        const Json& e = hbm_table[gen];
-        t.hbm.edge_m = num(e, "edge_m");
-        t.hbm.stack_bw_bytes_per_s = h.number("stack_bw_bytes_per_s", num(e, "stack_bw_bytes_per_s"), 1e9, 1e14);
-        t.hbm.stack_bytes = h.number("stack_bytes", num(e, "stack_bytes"), 1e8, 1e12);
-        t.hbm.j_per_bit = h.number("j_per_bit", num(e, "j_per_bit"), 0.0, 1e-9);
-        t.hbm.phy_area_m2 = num(e, "phy_area_m2");
+        const HbmStack stack = read_hbm_stack(h, nodes[memory_node]["hbm"].get<std::string>());
+        const std::string& gen = stack.generation;
+        t.hbm.stack_bw_bytes_per_s = stack.bw_bytes_per_s;
+        t.hbm.stack_bytes = stack.bytes;
+        t.hbm.j_per_bit = h.number("j_per_bit", num(stack.entry, "j_per_bit"), 0.0, 1e-9);
+        t.hbm.phy_area_m2 = num(stack.entry, "phy_area_m2");
+        t.hbm.edge_m = num(stack.entry, "edge_m");
         const int64_t most = max_hbm_stacks(t);
         if (most < 1)
             fail(h.path_of("stacks"), fmt::format("dies of {:g} mm2", die_mm2),
