@@ -180,7 +180,7 @@ bad "model.image.height" train "$base" --set model.preset=vit-era5 --set model.i
 bad "model.image.patch" train "$base" --set model.preset=vit-era5 --set model.image.patch=0
 bad "model.seq_len" train "$base" --set model.preset=vit-era5 --set model.seq_len=2048
 bad "model.vocab" train "$base" --set model.preset=vit-era5 --set model.vocab=320
-bad "model.image" train "$base" --set model.kind=vit
+bad "model.vocab: got 51200" train "$base" --set model.kind=vit
 bad "model.causal" train "$base" --set model.kind=encoder
 bad "model.kind" infer "$base" --set model.preset=vit-era5
 bad "model.kind" roofline "$base" --set model.preset=vit-era5

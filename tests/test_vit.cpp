@@ -272,6 +272,11 @@ TEST(Vit, ScenarioReadsTheImageAndDerivesTheSequence) {
     auto enc = load(R"({"model": {"preset": "gpt3-175b", "kind": "encoder", "causal": false}, "system": {"preset": "perlmutter-a100"}})");
     ASSERT_TRUE(enc.ok()) << enc.error().message();
     EXPECT_EQ(enc->model.kind, ModelKind::encoder);
+    // End to end its attention is full (fraction 1), the decoder's half.
+    EXPECT_DOUBLE_EQ(training_shape(enc->model, enc->parallel, enc->training).causal_fraction, 1.0);
+    auto dec = load(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "perlmutter-a100"}})");
+    ASSERT_TRUE(dec.ok());
+    EXPECT_DOUBLE_EQ(training_shape(dec->model, dec->parallel, dec->training).causal_fraction, 0.5);
 }
 
 TEST(Vit, BadImageFieldsAreNamed) {
