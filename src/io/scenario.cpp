@@ -96,6 +96,30 @@ Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets,
     return merged;
 }
 
+constexpr int64_t kMaxSeqLen = int64_t{1} << 27;
+
+// model.image: the grid a ViT cuts into patch x patch tokens. Each side must be a whole number
+// of patches (a grid that is not is cropped first, as FourCastNet crops ERA5's 721 latitudes).
+ImageSpec read_image(ObjectReader& r) {
+    auto c = r.child("image");
+    if (!c) fail(r.path_of("image"), "nothing", "required with model.kind \"vit\": {height, width, patch, in_channels[, out_channels]}");
+    ImageSpec im;
+    im.height = c->integer("height", std::nullopt, 1, int64_t{1} << 20);
+    im.width = c->integer("width", std::nullopt, 1, int64_t{1} << 20);
+    im.patch = c->integer("patch", std::nullopt, 1, 4096);
+    im.in_channels = c->integer("in_channels", std::nullopt, 1, 65536);
+    im.out_channels = c->integer("out_channels", im.in_channels, 1, 65536);
+    c->finish();
+    for (const auto& [key, side] : {std::pair{"height", im.height}, std::pair{"width", im.width}})
+        if (side % im.patch != 0)
+            fail(c->path_of(key), std::to_string(side),
+                 fmt::format("a multiple of model.image.patch ({}); crop the grid first (FourCastNet crops ERA5's 721 latitudes to 720)", im.patch));
+    if (im.tokens() > kMaxSeqLen)
+        fail(r.path_of("image"), fmt::format("{} tokens ({} x {} patches)", im.tokens(), im.height / im.patch, im.width / im.patch),
+             fmt::format("at most {} tokens (model.seq_len's bound)", kMaxSeqLen));
+    return im;
+}
+
 ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
     r.record_into(sink);
@@ -103,14 +127,28 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     m.name = r.text("name", "custom");
     r.ignore("description");
     r.ignore("sources");
+    const std::string kind = r.choice("kind", "decoder", {"decoder", "encoder", "vit"});
+    m.kind = kind == "vit" ? ModelKind::vit : kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
     m.layers = r.integer("layers", std::nullopt, 1, 100000);
     m.hidden = r.integer("hidden", std::nullopt, 1, int64_t{1} << 20);
     m.heads = r.integer("heads", std::nullopt, 1, int64_t{1} << 16);
     m.kv_heads = r.integer("kv_heads", m.heads, 1, int64_t{1} << 16);
     m.ffn_hidden = r.integer("ffn_hidden", 4 * m.hidden, 1, int64_t{1} << 22);
     m.ffn_act = *parse_ffn_act(r.choice("ffn_act", "gelu", ffn_act_names()));
-    m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
-    m.seq_len = r.integer("seq_len", std::nullopt, 1, int64_t{1} << 27);
+    if (m.kind == ModelKind::vit) {
+        if (r.has("vocab"))
+            fail(r.path_of("vocab"), show(j.at("vocab")), "none with model.kind \"vit\": a ViT has no vocabulary (model.image sets its patch projections)");
+        m.image = read_image(r);
+        m.seq_len = r.integer("seq_len", m.image.tokens(), 1, kMaxSeqLen);
+        if (m.seq_len != m.image.tokens())
+            fail(r.path_of("seq_len"), std::to_string(m.seq_len),
+                 fmt::format("the image's {} tokens: (height {} / patch {}) x (width {} / patch {}), or left out", m.image.tokens(),
+                             m.image.height, m.image.patch, m.image.width, m.image.patch));
+    } else {
+        if (r.has("image")) fail(r.path_of("image"), show(j.at("image")), "only with model.kind \"vit\"");
+        m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
+        m.seq_len = r.integer("seq_len", std::nullopt, 1, kMaxSeqLen);
+    }
     if (auto moe = r.child("moe")) {
         m.moe.experts = moe->integer("experts", std::nullopt, 1, 65536);
         m.moe.top_k = moe->integer("top_k", std::nullopt, 1, m.moe.experts);
@@ -125,11 +163,19 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
     m.bias = r.boolean("bias", true);
-    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi"});
-    m.position = pos == "rope" ? PositionKind::rope : pos == "alibi" ? PositionKind::alibi : PositionKind::learned;
+    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi", "sincos"});
+    m.position = pos == "rope"    ? PositionKind::rope
+                 : pos == "alibi"  ? PositionKind::alibi
+                 : pos == "sincos" ? PositionKind::sincos
+                                   : PositionKind::learned;
     m.tied_embeddings = r.boolean("tied_embeddings", false);
+    if (m.kind == ModelKind::vit && m.tied_embeddings)
+        fail(r.path_of("tied_embeddings"), "true", "false with model.kind \"vit\": its patch embedding and regression head have different shapes");
     m.dropout = r.boolean("dropout", false);
-    m.causal = r.boolean("causal", true);
+    // Decoders mask the future; encoders and ViTs attend both ways (a decoder may too: causal false).
+    m.causal = r.boolean("causal", m.kind == ModelKind::decoder);
+    if (m.kind != ModelKind::decoder && m.causal)
+        fail(r.path_of("causal"), "true", fmt::format("false with model.kind \"{}\" (bidirectional attention); causal attention is model.kind \"decoder\"", kind));
     m.attention = r.choice("attention", "fused", {"fused", "unfused"}) == "unfused" ? AttentionImpl::unfused : AttentionImpl::fused;
     m.attention_kind = r.choice("attention_kind", "mha", {"mha", "mla"}) == "mla" ? AttentionKind::mla : AttentionKind::mha;
     auto mla = r.child("mla");
@@ -468,6 +514,11 @@ void check_inference_layout(const Scenario& s) {
     const ParallelConfig& p = s.parallel;
     if (p.tp * p.pp * p.dp > kMaxGpus)
         fail("parallel", fmt::format("tp*pp*dp = {}", static_cast<double>(p.tp) * p.pp * p.dp), fmt::format("at most {} GPUs", kMaxGpus));
+    // Inference is prefill then decode against a KV cache: a decoder's. An encoder or a ViT runs
+    // one forward pass with nothing to decode (its forward is part of what `train` times).
+    if (m.kind != ModelKind::decoder)
+        fail("model.kind", fmt::format("\"{}\"", to_string(m.kind)),
+             "\"decoder\": infer, serve and roofline model autoregressive decoding; an encoder or ViT has none (time its training with `train`)");
     check_tensor_parallel(m, p);
     require_divides(p.pp, m.layers, "parallel.pp", "model.layers");
     // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one

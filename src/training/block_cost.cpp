@@ -15,8 +15,8 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         b.fwd_flop += c.fwd_flop;
         b.bwd_flop += c.bwd_flop;
         // Forward, activation gradient and (for trained weights) weight gradient: a frozen
-        // weight's gradient is work the step does not need.
-        b.model_flop += (op.frozen ? 2.0 : 3.0) * c.fwd_model_flop;
+        // weight's gradient, or the gradient of data (a ViT's pixels), is work the step does not need.
+        b.model_flop += (1.0 + (op.frozen ? 0.0 : 1.0) + (op.input_grad ? 1.0 : 0.0)) * c.fwd_model_flop;
         b.saved_bytes += op.saved_bytes + op.core_saved_bytes;
         b.core_saved_bytes += op.core_saved_bytes;
         const bool rerun = recompute == Recompute::full || (recompute == Recompute::selective && op.attention_core);
