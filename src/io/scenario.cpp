@@ -222,8 +222,12 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
         const GeneratedChip& g = tech->chip;
         j_def = g.power.tensor_w / g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)];
     }
+    const bool calibrating = !tech && !e->has("tensor_j_per_flop");
     en.tensor_j_per_flop = e->number("tensor_j_per_flop", j_def, 1e-16, 1e-9);
     if (tech) en.tensor_j_per_flop = *j_def;
+    // A calibrated figure follows the peaks, bandwidths and TDP it came from: not recorded, so
+    // a study that varies them (sweep, sensitivity, attribute) calibrates again.
+    if (calibrating) e->drop_recorded("tensor_j_per_flop");
     if (tech) {
         const std::pair<const char*, double> generated[] = {{"tdp_w", en.tdp_w},
                                                             {"idle_w", en.idle_w},
