@@ -23,34 +23,36 @@ double ring_sent_bytes(Collective c, double bytes, int64_t n) {
     return 0;
 }
 
-// One level's collective with what it sends.
+// The latency term of a ring collective of `n` GPUs. NCCL switches to trees when a ring's
+// latency chain gets long: 2 ceil(log2(n)) hops (bit_width(n - 1) is ceil(log2(n)) for n >= 2,
+// without the libm call: the search's hot path).
+double ring_latency_s(Collective c, int64_t n, const LinkLevel& link) {
+    const double steps = static_cast<double>(n) - 1.0;
+    const double tree_hops = 2.0 * static_cast<double>(std::bit_width(static_cast<uint64_t>(n - 1)));
+    switch (c) {
+        case Collective::all_reduce: return std::min(2.0 * steps, tree_hops) * link.latency_s;
+        case Collective::all_gather:
+        case Collective::reduce_scatter: return std::min(steps, tree_hops) * link.latency_s;
+        case Collective::all_to_all: return steps * link.latency_s;
+        case Collective::p2p: return link.latency_s;
+    }
+    return 0;
+}
+
+// One level's collective with what it sends: the bytes over the bandwidth plus the latency.
 CollectiveCost on_level(Collective c, double bytes, int64_t n, const LinkLevel& link, bool scale_out) {
     CollectiveCost k;
     if (n <= 1 || bytes <= 0) return k;
-    k.time_s = ring_time_s(c, bytes, n, link);
-    (scale_out ? k.scale_out_bytes : k.scale_up_bytes) = ring_sent_bytes(c, bytes, n);
+    const double sent = ring_sent_bytes(c, bytes, n);
+    k.time_s = sent / link.effective_bw() + ring_latency_s(c, n, link);
+    (scale_out ? k.scale_out_bytes : k.scale_up_bytes) = sent;
     return k;
 }
 
 }  // namespace
 
 double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link) {
-    if (n <= 1 || bytes <= 0) return 0;
-    const double nd = static_cast<double>(n);
-    const double bw = link.effective_bw();
-    const double steps = nd - 1.0;
-    // NCCL switches to trees when a ring's latency chain gets long: 2 ceil(log2(n)) hops
-    // (bit_width(n - 1) is ceil(log2(n)) for n >= 2, without the libm call: the search's hot path).
-    const double tree_hops = 2.0 * static_cast<double>(std::bit_width(static_cast<uint64_t>(n - 1)));
-    const double wire = ring_sent_bytes(c, bytes, n) / bw;
-    switch (c) {
-        case Collective::all_reduce: return wire + std::min(2.0 * steps, tree_hops) * link.latency_s;
-        case Collective::all_gather:
-        case Collective::reduce_scatter: return wire + std::min(steps, tree_hops) * link.latency_s;
-        case Collective::all_to_all: return wire + steps * link.latency_s;
-        case Collective::p2p: return wire + link.latency_s;
-    }
-    return 0;
+    return on_level(c, bytes, n, link, false).time_s;
 }
 
 CollectiveCost collective_cost(Collective c, double bytes, const GroupSpan& g, const SystemSpec& sys) {
