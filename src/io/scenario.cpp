@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "hardware/energy.hpp"
 #include "io/embedded.hpp"
 #include "io/provenance.hpp"
 #include "io/technology_reader.hpp"
@@ -215,6 +216,7 @@ LinkLevel read_link(ObjectReader& r, std::optional<double> generated) {
 
 struct HbmMemory {
     double bytes = 0, bw_bytes_per_s = 0;
+    double j_per_bit = 0;  // the generation's, the default of system.energy.hbm_j_per_bit
 };
 
 // `accelerator.hbm`: {generation, stacks[, stack_bw_bytes_per_s, stack_bytes]}, the memory as
@@ -225,7 +227,68 @@ std::optional<HbmMemory> read_hbm(ObjectReader& a) {
     const HbmStack stack = read_hbm_stack(*h, std::nullopt);
     const auto stacks = static_cast<double>(h->integer("stacks", std::nullopt, 1, 32));
     h->finish();
-    return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s};
+    return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s, stack.entry.at("j_per_bit").get<double>()};
+}
+
+// system.energy (docs/CALIBRATION.md, "Energy and cost"), read after the peaks, bandwidths and
+// efficiencies it is calibrated against. Absent: the system has no energy figures. With
+// system.technology every figure is the generated chip's, replacing any given (as for the peaks).
+void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyReading>& tech, std::optional<double> hbm_j_per_bit) {
+    std::optional<ObjectReader> e = tech ? r.child_or_empty("energy") : r.child("energy");
+    if (!e) return;
+    EnergySpec& en = s.energy;
+    std::optional<double> tdp, idle, up, out;
+    if (tech) {
+        const TechnologySpec& t = tech->spec;
+        tdp = t.tdp_w;
+        idle = tech->chip.power.static_w;
+        hbm_j_per_bit = t.hbm.j_per_bit;
+        up = t.scale_up_serdes.j_per_bit;
+        out = t.scale_out_serdes.j_per_bit;
+    }
+    en.tdp_w = e->number("tdp_w", tdp, 1.0, 1e6);
+    en.idle_w = e->number("idle_w", idle, 0.0, 1e6);
+    en.hbm_j_per_bit = e->number("hbm_j_per_bit", hbm_j_per_bit, 0.0, 1e-9);
+    en.scale_up_j_per_bit = e->number("scale_up_j_per_bit", up, 0.0, 1e-9);
+    en.scale_out_j_per_bit = e->number("scale_out_j_per_bit", out, 0.0, 1e-9);
+    if (tech) {  // generated: the technology's figures replace any given
+        en.tdp_w = *tdp;
+        en.idle_w = *idle;
+        en.hbm_j_per_bit = *hbm_j_per_bit;
+        en.scale_up_j_per_bit = *up;
+        en.scale_out_j_per_bit = *out;
+    }
+    const double calibrated = tdp_calibrated_j_per_flop(s);
+    if (!(calibrated > 0))
+        fail(e->path_of("idle_w"), fmt::format("{:g} W", en.idle_w),
+             fmt::format("expected idle plus HBM and scale-up links at full bandwidth ({:.0f} W) below tdp_w ({:g} W), and a bf16 matrix peak",
+                         full_load_power_w(s), en.tdp_w));
+    std::optional<double> j_def = calibrated;
+    if (tech) {
+        const GeneratedChip& g = tech->chip;
+        j_def = g.power.tensor_w / g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)];
+    }
+    const bool calibrating = !tech && !e->has("tensor_j_per_flop");
+    en.tensor_j_per_flop = e->number("tensor_j_per_flop", j_def, 1e-16, 1e-9);
+    if (tech) en.tensor_j_per_flop = *j_def;
+    // A calibrated figure follows the peaks, bandwidths and TDP it came from: not recorded, so
+    // a study that varies them (sweep, sensitivity, attribute) calibrates again.
+    if (calibrating) e->drop_recorded("tensor_j_per_flop");
+    if (tech) {
+        const std::pair<const char*, double> generated[] = {{"tdp_w", en.tdp_w},
+                                                            {"idle_w", en.idle_w},
+                                                            {"hbm_j_per_bit", en.hbm_j_per_bit},
+                                                            {"scale_up_j_per_bit", en.scale_up_j_per_bit},
+                                                            {"scale_out_j_per_bit", en.scale_out_j_per_bit},
+                                                            {"tensor_j_per_flop", en.tensor_j_per_flop}};
+        for (const auto& [k, v] : generated) e->set_recorded(k, v);
+    }
+    // The model charges a GPU at most its full-load power: that must fit the TDP.
+    if (full_load_power_w(s) > en.tdp_w * (1.0 + 1e-9))
+        fail(e->path_of("tensor_j_per_flop"), fmt::format("{:g} J", en.tensor_j_per_flop),
+             fmt::format("at most {:.4g} J: the tensor array at its sustained bf16 peak plus idle, HBM and scale-up power ({:.0f} W) must fit tdp_w ({:g} W)",
+                         calibrated, full_load_power_w(s), en.tdp_w));
+    e->finish();
 }
 
 SystemSpec read_system(const Json& j, const std::string& path, Json* sink = nullptr) {
@@ -238,6 +301,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     // A technology description generates the accelerator and the link bandwidths: they replace
     // the figures (a preset's included), and resolve shows what was generated.
     const std::optional<TechnologyReading> tech = read_technology(r);
+    std::optional<double> hbm_j_per_bit;  // the default energy per bit when the memory is HBM stacks
     {
         std::optional<ObjectReader> a = tech ? r.child_or_empty("accelerator") : r.child("accelerator");
         if (!a) fail(path + ".accelerator", "nothing", "required: an object with the GPU's peaks and memory (or system.technology)");
@@ -256,6 +320,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         if (tech && a->has("hbm"))
             fail(a->path_of("hbm"), "HBM stacks beside system.technology", "the technology's own hbm {generation, stacks}");
         const std::optional<HbmMemory> hbm = read_hbm(*a);
+        if (hbm) hbm_j_per_bit = hbm->j_per_bit;
         const bool derived = hbm || tech;
         s.accel.memory_bytes = a->number("memory_bytes", derived ? std::optional(0.0) : none, derived ? 0.0 : 1.0, 1e15);
         s.accel.memory_bw_bytes_per_s =
@@ -331,6 +396,8 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     }
     s.scale_up.efficiency = s.eff.scale_up;
     s.scale_out.efficiency = s.eff.scale_out;
+    read_energy(r, s, tech, hbm_j_per_bit);
+    s.price_per_gpu_hour = r.number("price_per_gpu_hour", 0.0, 0.0, 1e6);
     r.finish();
     return s;
 }
