@@ -63,6 +63,8 @@ TEST(Technology, AreaLimitedChipByHand) {
     EXPECT_NEAR(g.power.tensor_w, 250.0, 1e-9);  // 5e14 x 0.5 pJ
     EXPECT_NEAR(g.power.total_w(), 381.0, 1e-9);
     EXPECT_NEAR(g.sram_bytes, 8e7, 1.0);         // 0.04 x 500 mm2 x 4 MB/mm2
+    // 20 mm2 of SRAM x 475 B per clock per mm2 = 9,500 B per clock x 2 GHz.
+    EXPECT_NEAR(g.sram_bw_bytes_per_s, 19e12, 1.0);
     EXPECT_DOUBLE_EQ(g.memory_bytes, 96e9);
     EXPECT_DOUBLE_EQ(g.memory_bw_bytes_per_s, 4e12);
     EXPECT_DOUBLE_EQ(g.scale_up_bw_bytes_per_s, 125e9);  // 10 x 100 Gb/s / 8
@@ -81,6 +83,7 @@ TEST(Technology, PowerLimitedChipByHand) {
     EXPECT_NEAR(rate(g, Precision::bf16), 5e14 * f, 1e9);
     EXPECT_NEAR(rate(g, Precision::fp8), 1e15 * f, 2e9);
     EXPECT_NEAR(g.vector_flop_per_s, 2.5e13 * f, 1e8);
+    EXPECT_NEAR(g.sram_bw_bytes_per_s, 19e12 * f, 1e8);  // SRAM ports run at the lowered clock too
     EXPECT_NEAR(g.power.tensor_w, 169.0, 1e-6);
     EXPECT_NEAR(g.power.total_w(), 300.0, 1e-6);
     EXPECT_NEAR(g.power_limited_bf16_flop_per_s, 5e14 * f, 1e9);
