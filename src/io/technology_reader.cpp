@@ -61,10 +61,11 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
     const std::string node = r->choice("node", std::nullopt, node_names);
     const std::string memory_node = r->choice("memory_node", node, node_names);
     const std::string network_node = r->choice("network_node", node, node_names);
+    const std::string sram_node = r->choice("sram_node", node, node_names);  // SRAM-only scaling
     const Json& n = nodes[node];
     // Any figure of the node may be overridden (what a sensitivity or a what-if varies).
     t.node.logic_density_per_m2 = r->number("logic_density_per_m2", num(n, "logic_density_per_m2"), 1e9, 1e16);
-    t.node.sram_bytes_per_m2 = r->number("sram_bytes_per_m2", num(n, "sram_bytes_per_m2"), 1e8, 1e15);
+    t.node.sram_bytes_per_m2 = r->number("sram_bytes_per_m2", num(nodes[sram_node], "sram_bytes_per_m2"), 1e8, 1e15);
     t.node.clock_hz = r->number("clock_hz", num(n, "clock_hz"), 1e7, 1e11);
     t.node.bf16_j_per_flop = r->number("bf16_j_per_flop", num(n, "bf16_j_per_flop"), 1e-16, 1e-9);
     t.node.leakage_w_per_m2 = r->number("leakage_w_per_m2", num(n, "leakage_w_per_m2"), 0.0, 1e7);
