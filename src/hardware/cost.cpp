@@ -159,31 +159,27 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             auto rate = [&](const GemmShape& s) {
                 return peak * (core ? sys.eff.attention_max : gemm_efficiency(s, sys.eff, a));
             };
-            auto hbm = [&](const GemmShape& s, double b_bytes, double c_bytes) {
-                return gemm_hbm_bytes(s, a, b_bytes, c_bytes, sys.accel);
-            };
-            auto time = [&](const GemmShape& s, double b_bytes, double c_bytes) {
-                const double bytes = hbm(s, b_bytes, c_bytes);
-                return roofline_s(gemm_flop(s), rate(s), bytes, sys, gemm_sram_bytes(s, a, b_bytes, c_bytes, bytes));
+            // The time of one GEMM; its HBM and SRAM bytes into `hbm` and `sram`.
+            auto time = [&](const GemmShape& s, double b_bytes, double c_bytes, double& hbm, double& sram) {
+                hbm = gemm_hbm_bytes(s, a, b_bytes, c_bytes, sys.accel);
+                sram = gemm_sram_bytes(s, a, b_bytes, c_bytes, hbm);
+                return roofline_s(gemm_flop(s), rate(s), hbm, sys, sram);
             };
             c.fwd_flop = gemm_flop(g);
             c.fwd_model_flop = c.fwd_flop;
-            c.fwd_s = time(g, b, out);
-            c.fwd_bytes = hbm(g, b, out);
+            c.fwd_s = time(g, b, out, c.fwd_bytes, c.fwd_sram_bytes);
             c.peak_flop_per_s = peak;
             c.fwd_compute_s = c.fwd_flop / rate(g);
             c.fwd_memory_s = memory_time_s(c.fwd_bytes, sys);
-            c.fwd_sram_bytes = gemm_sram_bytes(g, a, b, out, c.fwd_bytes);
             c.fwd_sram_s = sram_time_s(c.fwd_sram_bytes, sys);
             // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
             c.bwd_flop = 2.0 * c.fwd_flop;
             const GemmShape dgrad{g.m, g.k, g.n, g.batch}, wgrad{g.k, g.n, g.m, g.batch};
             const double grad_out = op.weight ? 4.0 : out;  // weight gradients accumulate in fp32
-            c.dgrad_s = time(dgrad, b, out);
-            c.wgrad_s = time(wgrad, a, grad_out);
+            double sram_unused = 0;
+            c.dgrad_s = time(dgrad, b, out, c.dgrad_bytes, sram_unused);
+            c.wgrad_s = time(wgrad, a, grad_out, c.wgrad_bytes, sram_unused);
             c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
-            c.dgrad_bytes = hbm(dgrad, b, out);
-            c.wgrad_bytes = hbm(wgrad, a, grad_out);
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
                 const double fwd_cast = cast_bytes_fwd(g, ctx);
                 const double kernels = quantisation(ctx).amax_pass ? 2.0 : 1.0;  // amax reduction, then cast
