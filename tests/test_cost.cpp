@@ -146,5 +146,110 @@ TEST(Collectives, MoreBandwidthIsNeverSlower) {
     }
 }
 
+// The on-chip memory level: a GEMM blocked in the SRAM (three blocks: A slab, B slab and the fp32
+// accumulators of the output tile; docs/CALIBRATION.md, "On-chip memory").
+TEST(Sram, SmallSramRereadsBothOperands) {
+    // bf16 A and B: a square tile of side T fills S = T^2 (2 + 2 + 4) bytes. 8 MiB = 8 x 1024^2,
+    // so T = 1024 and a 4096 x 4096 output is 4 x 4 tiles: A is read 4 times, B 4 times.
+    const GemmShape g{4096, 4096, 1024, 1};
+    const GemmTile t = sram_tile(g, 2, 2, 8.0 * 1024 * 1024);
+    EXPECT_NEAR(t.m, 1024, 1e-9);
+    EXPECT_NEAR(t.n, 1024, 1e-9);
+    // A and B: 4096 x 1024 x 2 B = 8,388,608 B each, read 4 times; C: 4096^2 x 2 B = 33,554,432 B.
+    SystemSpec s = toy_system();
+    s.accel.sram_bytes = 8.0 * 1024 * 1024;
+    EXPECT_DOUBLE_EQ(gemm_hbm_bytes(g, 2, 2, 2, s.accel), 8388608.0 * 4 * 2 + 33554432.0);
+}
+
+TEST(Sram, LargeSramReadsEachOperandOnce) {
+    // 128 MiB = 8 x 4096^2 bytes: T = 4096 covers the whole output, so A and B are read once:
+    // 8,388,608 x 2 + 33,554,432 = 50,331,648 B, today's gemm_bytes.
+    const GemmShape g{4096, 4096, 1024, 1};
+    Accelerator acc;
+    acc.sram_bytes = 8.0 * 4096 * 4096;
+    EXPECT_DOUBLE_EQ(gemm_hbm_bytes(g, 2, 2, 2, acc), 50331648.0);
+    acc.sram_bytes = 0;  // not described: each operand once as well
+    EXPECT_DOUBLE_EQ(gemm_hbm_bytes(g, 2, 2, 2, acc), 50331648.0);
+}
+
+TEST(Sram, ShortDimensionTakenWholeAndTheRestWidensTheTile) {
+    // 64 tokens (a decode GEMM) in 1 MiB: the square side sqrt(2^20 / 8) = 362 exceeds m, so the
+    // tile keeps all 64 rows; the A slab takes 2 x 64 x 64 = 8,192 B and each of the tile's
+    // columns costs (2 + 4) x 64 = 384 B of B slab and accumulators: (1,048,576 - 8,192) / 384 =
+    // 2,709.33 columns. A (64 x 4096 x 2 = 524,288 B) is read 8192 / 2709.33 times, the weight
+    // (4096 x 8192 x 2 = 67,108,864 B) once, C (64 x 8192 x 2 = 1,048,576 B) written once.
+    const GemmShape g{64, 8192, 4096, 1};
+    const GemmTile t = sram_tile(g, 2, 2, 1048576.0);
+    EXPECT_DOUBLE_EQ(t.m, 64);
+    EXPECT_NEAR(t.n, 1040384.0 / 384, 1e-9);
+    Accelerator acc;
+    acc.sram_bytes = 1048576.0;
+    EXPECT_NEAR(gemm_hbm_bytes(g, 2, 2, 2, acc), 524288.0 * 8192 / (1040384.0 / 384) + 67108864.0 + 1048576.0, 1e-3);
+    // The transposed case (n short) is symmetric: the B slab is n x n.
+    const GemmTile u = sram_tile(GemmShape{8192, 64, 4096, 1}, 2, 2, 1048576.0);
+    EXPECT_NEAR(u.m, 1040384.0 / 384, 1e-9);
+    EXPECT_DOUBLE_EQ(u.n, 64);
+}
+
+TEST(Sram, SramTermBoundsTheGemm) {
+    // The core tile is 256 x 256: A (8,388,608 B) and B are read 4096 / 256 = 16 times each from
+    // SRAM, C written once: 8,388,608 x 16 x 2 + 33,554,432 = 301,989,888 B. At 0.2 TB/s of SRAM
+    // bandwidth that is 1.51 ms, more than the 687 us of compute (2 x 4096^2 x 1024 at 50 TFLOP/s)
+    // and the 201 us of HBM (100,663,296 B tiled in 8 MiB at 0.5 TB/s).
+    const GemmShape g{4096, 4096, 1024, 1};
+    SystemSpec s = toy_system();
+    s.accel.sram_bytes = 8.0 * 1024 * 1024;
+    s.accel.sram_bw_bytes_per_s = 0.2e12;
+    EXPECT_DOUBLE_EQ(gemm_sram_bytes(g, 2, 2, 2, 100663296.0), 301989888.0);
+    EXPECT_NEAR(gemm_time_s(g, 2, 2, 2, 100e12, s), 301989888.0 / 0.2e12 + 1e-6, 1e-12);
+    // With 1 TB/s of SRAM bandwidth compute binds again (302 us < 687 us).
+    s.accel.sram_bw_bytes_per_s = 1e12;
+    EXPECT_NEAR(gemm_time_s(g, 2, 2, 2, 100e12, s), 2.0 * 4096 * 4096 * 1024 / 50e12 + 1e-6, 1e-12);
+    // An SRAM smaller than the core tile's blocks: what HBM delivers passes through SRAM too.
+    EXPECT_DOUBLE_EQ(gemm_sram_bytes(g, 2, 2, 2, 1e9), 1e9);
+}
+
+// More SRAM never adds HBM bytes or time; more SRAM bandwidth is never slower (random GEMMs,
+// every operand format, forward and backward through cost_op).
+TEST(Sram, MoreSramIsNeverWorse) {
+    uint64_t x = 12345;
+    auto next = [&](double lo, double hi) {  // log-uniform in [lo, hi]
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double u = static_cast<double>(x >> 11) / 9007199254740992.0;
+        return std::round(lo * std::pow(hi / lo, u));
+    };
+    SystemSpec s = toy_system();
+    s.eff.gemm_half_dim = 96;
+    s.eff.gemm_half_tokens = 8;
+    for (int i = 0; i < 2000; ++i) {
+        Op op;
+        op.kind = OpKind::gemm;
+        op.weight = i % 3 != 0;
+        op.gemm = {next(1, 65536), next(1, 65536), next(1, 65536), 1};
+        CostContext ctx;
+        ctx.operand_bytes = ctx.weight_bytes = i % 4 == 0 ? 0.5 : i % 4 == 1 ? 1 : 2;
+        double prev_bytes = INFINITY, prev_fwd = INFINITY, prev_bwd = INFINITY;
+        for (double sram : {1e4, 1e5, 1e6, 1e7, 5e7, 1e8, 4e8, 1e9, 1e11}) {
+            s.accel.sram_bytes = sram;
+            s.accel.sram_bw_bytes_per_s = 5e12;
+            const OpCost c = cost_op(op, s, ctx);
+            const double bytes = c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes;
+            EXPECT_LE(bytes, prev_bytes * (1 + 1e-12)) << i << " sram " << sram;
+            EXPECT_LE(c.fwd_s, prev_fwd * (1 + 1e-12)) << i << " sram " << sram;
+            EXPECT_LE(c.bwd_s, prev_bwd * (1 + 1e-12)) << i << " sram " << sram;
+            prev_bytes = bytes, prev_fwd = c.fwd_s, prev_bwd = c.bwd_s;
+            // Never below reading each operand once.
+            EXPECT_GE(c.fwd_bytes, gemm_bytes(op.gemm, ctx.operand_bytes, ctx.weight_bytes, 2) * (1 - 1e-12)) << i;
+            double prev_t = INFINITY;
+            for (double bw : {1e11, 1e12, 1e13, 1e14}) {
+                s.accel.sram_bw_bytes_per_s = bw;
+                const OpCost d = cost_op(op, s, ctx);
+                EXPECT_LE(d.fwd_s + d.bwd_s, prev_t * (1 + 1e-12)) << i << " bw " << bw;
+                prev_t = d.fwd_s + d.bwd_s;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace sm

@@ -205,6 +205,8 @@ const std::vector<std::pair<std::string, Scale>>& hardware_knobs() {
         {"matrix FLOP/s", [](SystemSpec& s, double k) { for (auto& p : s.accel.matrix_flop_per_s) if (p) *p *= k; }},
         {"vector FLOP/s", [](SystemSpec& s, double k) { s.accel.vector_flop_per_s *= k; }},
         {"HBM bandwidth", [](SystemSpec& s, double k) { s.accel.memory_bw_bytes_per_s *= k; }},
+        {"SRAM capacity", [](SystemSpec& s, double k) { s.accel.sram_bytes *= k; }},
+        {"SRAM bandwidth", [](SystemSpec& s, double k) { s.accel.sram_bw_bytes_per_s *= k; }},
         {"scale-up bandwidth", [](SystemSpec& s, double k) { s.scale_up.bw_bytes_per_s *= k; }},
         {"scale-out bandwidth", [](SystemSpec& s, double k) { s.scale_out.bw_bytes_per_s *= k; }},
     };

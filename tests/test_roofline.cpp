@@ -138,6 +138,37 @@ TEST(Roofline, RowsByHand) {
     EXPECT_DOUBLE_EQ(pp->time_s, 128 / 100e9 + 1e-6);
 }
 
+// The SRAM level in the table: prefill ffn_up of the toy model, [100 x 64] x [64 x 256] in fp16,
+// on a machine with 8 KiB of SRAM at 1 GB/s. The tile side is sqrt(8,192 / (2 + 2 + 4)) = 32:
+// A (100 x 64 x 2 = 12,800 B) is read 256 / 32 = 8 times, B (64 x 256 x 2 = 32,768 B) 100 / 32 =
+// 3.125 times, C (100 x 256 x 2 = 51,200 B) written once: 102,400 + 102,400 + 51,200 = 256,000 B
+// of HBM traffic. The 256 x 256 core tile covers the output, so SRAM carries no more than HBM
+// delivers: 256,000 B at 1 GB/s = 256 us, the largest term.
+TEST(Roofline, SramTermInTheTable) {
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.sram_bytes = 8192;
+    sys.accel.sram_bw_bytes_per_s = 1e9;
+    InferenceSpec s = workload(1);
+    s.input_len = 100;
+    s.output_len = 20;
+    const Roofline r = inference_roofline({m, sys, s}, ParallelConfig{}, 0);
+    const RooflineRow* row = find(r, "prefill", "ffn_up");
+    ASSERT_NE(row, nullptr);
+    EXPECT_DOUBLE_EQ(row->bytes, 256000.0);
+    EXPECT_DOUBLE_EQ(row->sram_bytes, 256000.0);
+    EXPECT_DOUBLE_EQ(row->sram_s, 256e-6);
+    EXPECT_DOUBLE_EQ(row->time_s, 256e-6 + sys.eff.kernel_latency_s);
+    EXPECT_EQ(row->bound, Bound::sram);
+    // Without an SRAM level the same op reads each operand once and has no SRAM term.
+    sys.accel.sram_bytes = sys.accel.sram_bw_bytes_per_s = 0;
+    const Roofline r0 = inference_roofline({m, sys, s}, ParallelConfig{}, 0);
+    const RooflineRow* plain = find(r0, "prefill", "ffn_up");
+    ASSERT_NE(plain, nullptr);
+    EXPECT_DOUBLE_EQ(plain->bytes, 12800.0 + 32768.0 + 51200.0);
+    EXPECT_EQ(plain->sram_s, 0.0);
+}
+
 TEST(Roofline, SplitSumsRowTimesByBound) {
     Roofline r;
     auto row = [&](const char* phase, Bound b, double t, double count) {
@@ -163,6 +194,12 @@ TEST(Roofline, SplitSumsRowTimesByBound) {
     EXPECT_EQ((BoundSplit{3, 2, 3}).dominant(), Bound::compute);  // network must exceed both
     EXPECT_EQ((BoundSplit{1, 3, 3}).dominant(), Bound::memory);   // a tie with memory is memory's
     EXPECT_EQ((BoundSplit{2, 2, 1}).dominant(), Bound::memory);   // a tie is memory's
+    EXPECT_EQ((BoundSplit{1, 2, 0, 3}).dominant(), Bound::sram);  // SRAM-bound time the largest
+    EXPECT_EQ((BoundSplit{1, 2, 3, 2.5}).dominant(), Bound::network);
+    EXPECT_EQ((BoundSplit{1, 2, 0, 2}).dominant(), Bound::memory);  // SRAM must exceed both
+    row("decode", Bound::sram, 2.0, 2);
+    EXPECT_DOUBLE_EQ(phase_split(r, "decode").sram_s, 4.0);
+    EXPECT_EQ(to_string(Bound::sram), "sram");
     EXPECT_EQ(to_string(Bound::compute), "compute");
     EXPECT_EQ(to_string(Bound::memory), "memory");
     EXPECT_EQ(to_string(Bound::network), "network");

@@ -76,6 +76,22 @@ TEST(Scenario, HbmErrorsNameTheField) {
               "system.accelerator.hbm.pins");
 }
 
+TEST(Scenario, SramFiguresFromThePresetAndErrorsNameTheField) {
+    // kBase runs on dgx-h100: 50 MiB L2 + 132 x (256 KiB L1 + 256 KiB registers) = 121,634,816 B,
+    // fed at 132 SMs x 128 B x 1.98 GHz = 33.45 TB/s (presets/systems/dgx-h100.json); resolve shows them.
+    auto s = load(kBase);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_DOUBLE_EQ(s->system.accel.sram_bytes, 121634816.0);
+    EXPECT_DOUBLE_EQ(s->system.accel.sram_bw_bytes_per_s, 33.45e12);
+    EXPECT_DOUBLE_EQ(s->full["system"]["accelerator"]["sram_bytes"].get<double>(), 121634816.0);
+    auto none = load(kBase, {"system.accelerator.sram_bytes=0"});  // 0: the level is not described
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(none->system.accel.sram_bytes, 0.0);
+    EXPECT_EQ(set_error("system.accelerator.sram_bytes=-1").path, "system.accelerator.sram_bytes");
+    EXPECT_EQ(set_error("system.accelerator.sram_bw_bytes_per_s=1e30").path, "system.accelerator.sram_bw_bytes_per_s");
+    EXPECT_EQ(set_error("system.accelerator.sram_bw_bytes_per_s=fast").path, "system.accelerator.sram_bw_bytes_per_s");
+}
+
 TEST(Scenario, UnknownKeySuggestsTheNearest) {
     const InputError e = set_error("parallel.tpp=2");
     EXPECT_EQ(e.path, "parallel.tpp");

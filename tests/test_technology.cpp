@@ -63,6 +63,8 @@ TEST(Technology, AreaLimitedChipByHand) {
     EXPECT_NEAR(g.power.tensor_w, 250.0, 1e-9);  // 5e14 x 0.5 pJ
     EXPECT_NEAR(g.power.total_w(), 381.0, 1e-9);
     EXPECT_NEAR(g.sram_bytes, 8e7, 1.0);         // 0.04 x 500 mm2 x 4 MB/mm2
+    // 20 mm2 of SRAM x 475 B per clock per mm2 = 9,500 B per clock x 2 GHz.
+    EXPECT_NEAR(g.sram_bw_bytes_per_s, 19e12, 1.0);
     EXPECT_DOUBLE_EQ(g.memory_bytes, 96e9);
     EXPECT_DOUBLE_EQ(g.memory_bw_bytes_per_s, 4e12);
     EXPECT_DOUBLE_EQ(g.scale_up_bw_bytes_per_s, 125e9);  // 10 x 100 Gb/s / 8
@@ -81,6 +83,7 @@ TEST(Technology, PowerLimitedChipByHand) {
     EXPECT_NEAR(rate(g, Precision::bf16), 5e14 * f, 1e9);
     EXPECT_NEAR(rate(g, Precision::fp8), 1e15 * f, 2e9);
     EXPECT_NEAR(g.vector_flop_per_s, 2.5e13 * f, 1e8);
+    EXPECT_NEAR(g.sram_bw_bytes_per_s, 19e12 * f, 1e8);  // SRAM ports run at the lowered clock too
     EXPECT_NEAR(g.power.tensor_w, 169.0, 1e-6);
     EXPECT_NEAR(g.power.total_w(), 300.0, 1e-6);
     EXPECT_NEAR(g.power_limited_bf16_flop_per_s, 5e14 * f, 1e9);
@@ -209,10 +212,22 @@ TEST(Technology, ScenarioReplacesThePresetAndResolvesToFigures) {
     ASSERT_TRUE(mem.ok()) << mem.error().message();
     EXPECT_DOUBLE_EQ(mem->system.accel.memory_bw_bytes_per_s, 5 * 460e9);
     EXPECT_NEAR(*mem->system.accel.matrix_peak(Precision::bf16) / bf16, 1.0, 1e-12);
+    // The SRAM level: the default 0.032 x 814 mm2 = 26.048 mm2 of SRAM at 4nm's 3.98 MB/mm2, fed at
+    // 475 B per clock per mm2 x 1.83 GHz; resolve shows both.
+    EXPECT_NEAR(s->system.accel.sram_bytes, 26.048 * 3.98e6, 1.0);
+    EXPECT_NEAR(s->system.accel.sram_bw_bytes_per_s, 26.048 * 475 * 1.83e9, 1e3);
+    EXPECT_NEAR(acc["sram_bytes"].get<double>(), 26.048 * 3.98e6, 1.0);
+    // sram_node moves only the SRAM density: 12nm's 1.25 MB/mm2, same area, same bandwidth.
+    auto old_sram = load(kBare, {"system.technology.sram_node=12nm"});
+    ASSERT_TRUE(old_sram.ok()) << old_sram.error().message();
+    EXPECT_NEAR(old_sram->system.accel.sram_bytes, 26.048 * 1.25e6, 1.0);
+    EXPECT_NEAR(old_sram->system.accel.sram_bw_bytes_per_s, 26.048 * 475 * 1.83e9, 1e3);
+    EXPECT_NEAR(*old_sram->system.accel.matrix_peak(Precision::bf16) / bf16, 1.0, 1e-12);
 }
 
 TEST(Technology, ErrorsNameTheField) {
     EXPECT_EQ(error_path({"system.technology.node=9nm"}), "system.technology.node");
+    EXPECT_EQ(error_path({"system.technology.sram_node=6nm"}), "system.technology.sram_node");
     EXPECT_EQ(error_path({"system.technology.tdp_w=150"}), "system.technology.tdp_w");
     EXPECT_EQ(error_path({"system.technology.hbm.stacks=6"}), "system.technology.hbm.stacks");
     EXPECT_EQ(error_path({"system.technology.tensor_share=0.9"}), "system.technology.tensor_share");

@@ -1,6 +1,7 @@
 #include "hardware/cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sm {
 
@@ -13,6 +14,13 @@ double dim_utilisation(double x, double half) { return x / (x + half); }
 
 // FlashAttention backward: recomputes the scores and forms dQ, dK, dV: 2.5x the forward FLOP.
 constexpr double kAttentionBwdFlopRatio = 2.5;
+
+// Tensor cores accumulate in fp32 whatever the operand format (NVIDIA A100/H100/B200 whitepapers).
+constexpr double kAccumulatorBytes = 4;
+// The output tile one compute unit feeds from SRAM: Blackwell's two-SM 256 x 256 MMA tile, the
+// largest of CUTLASS's SM80/SM90/SM100 GEMM tiles (docs/CALIBRATION.md). The largest tile gives
+// the fewest SRAM bytes, so the SRAM term stays a ceiling, as a roofline's terms are.
+constexpr double kCoreTileSide = 256;
 
 }  // namespace
 
@@ -32,11 +40,44 @@ double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_b
     return g.batch * (g.m * g.k * a_bytes + g.k * g.n * b_bytes + g.m * g.n * c_bytes);
 }
 
+GemmTile sram_tile(const GemmShape& g, double a_bytes, double b_bytes, double sram_bytes) {
+    // Three blocks fill the SRAM: an A slab (tile_m x depth), a B slab (depth x tile_n) and the
+    // output tile's fp32 accumulators, with the slab depth equal to the tile's shorter side
+    // (Hong & Kung 1981; the textbook blocked matrix product, block side sqrt(M / 3)).
+    const double side = std::sqrt(sram_bytes / (a_bytes + b_bytes + kAccumulatorBytes));
+    if (g.m >= side && g.n >= side) return {side, side};
+    // A short dimension is taken whole; what is left widens the tile along the long one.
+    if (g.m <= g.n) return {g.m, std::min(g.n, (sram_bytes - a_bytes * g.m * g.m) / ((b_bytes + kAccumulatorBytes) * g.m))};
+    return {std::min(g.m, (sram_bytes - b_bytes * g.n * g.n) / ((a_bytes + kAccumulatorBytes) * g.n)), g.n};
+}
+
+double tiled_gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, const GemmTile& t) {
+    // Each column of output tiles reads all of A, each row of them all of B.
+    const double a_reads = std::max(1.0, g.n / t.n), b_reads = std::max(1.0, g.m / t.m);
+    return g.batch * (g.m * g.k * a_bytes * a_reads + g.k * g.n * b_bytes * b_reads + g.m * g.n * c_bytes);
+}
+
+double gemm_hbm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, const Accelerator& acc) {
+    if (acc.sram_bytes <= 0) return gemm_bytes(g, a_bytes, b_bytes, c_bytes);
+    return tiled_gemm_bytes(g, a_bytes, b_bytes, c_bytes, sram_tile(g, a_bytes, b_bytes, acc.sram_bytes));
+}
+
+double gemm_sram_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double hbm_bytes) {
+    // What comes from HBM passes through SRAM too: with an SRAM smaller than a core tile's
+    // blocks, the HBM traffic is the larger.
+    return std::max(hbm_bytes, tiled_gemm_bytes(g, a_bytes, b_bytes, c_bytes, {kCoreTileSide, kCoreTileSide}));
+}
+
+double sram_time_s(double bytes, const SystemSpec& sys) {
+    return sys.accel.sram_bw_bytes_per_s > 0 ? bytes / sys.accel.sram_bw_bytes_per_s : 0.0;
+}
+
 namespace {
 
-// A kernel on the roofline: the larger of its compute and memory terms, plus launch latency.
-double roofline_s(double flop, double rate, double bytes, const SystemSpec& sys) {
-    return std::max(rate > 0 ? flop / rate : 0.0, memory_time_s(bytes, sys)) + sys.eff.kernel_latency_s;
+// A kernel on the roofline: the largest of its compute, HBM and SRAM terms, plus launch latency.
+double roofline_s(double flop, double rate, double bytes, const SystemSpec& sys, double sram_bytes = 0) {
+    return std::max({rate > 0 ? flop / rate : 0.0, memory_time_s(bytes, sys), sram_time_s(sram_bytes, sys)}) +
+           sys.eff.kernel_latency_s;
 }
 
 // Attention math (fused kernels and the unfused score/value products alike) runs in the
@@ -77,7 +118,9 @@ Quantisation quantisation(const CostContext& ctx) {
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
                    const SystemSpec& sys) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0;
-    return roofline_s(gemm_flop(g), peak * gemm_efficiency(g, sys.eff, a_bytes), gemm_bytes(g, a_bytes, b_bytes, c_bytes), sys);
+    const double hbm = gemm_hbm_bytes(g, a_bytes, b_bytes, c_bytes, sys.accel);
+    return roofline_s(gemm_flop(g), peak * gemm_efficiency(g, sys.eff, a_bytes), hbm, sys,
+                      gemm_sram_bytes(g, a_bytes, b_bytes, c_bytes, hbm));
 }
 
 // Forward: read the input X[m,k], write its quantised copy (and scales); an amax pass reads X
@@ -116,25 +159,27 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             auto rate = [&](const GemmShape& s) {
                 return peak * (core ? sys.eff.attention_max : gemm_efficiency(s, sys.eff, a));
             };
-            auto time = [&](const GemmShape& s, double b_bytes, double c_bytes) {
-                return roofline_s(gemm_flop(s), rate(s), gemm_bytes(s, a, b_bytes, c_bytes), sys);
+            // The time of one GEMM; its HBM and SRAM bytes into `hbm` and `sram`.
+            auto time = [&](const GemmShape& s, double b_bytes, double c_bytes, double& hbm, double& sram) {
+                hbm = gemm_hbm_bytes(s, a, b_bytes, c_bytes, sys.accel);
+                sram = gemm_sram_bytes(s, a, b_bytes, c_bytes, hbm);
+                return roofline_s(gemm_flop(s), rate(s), hbm, sys, sram);
             };
             c.fwd_flop = gemm_flop(g);
             c.fwd_model_flop = c.fwd_flop;
-            c.fwd_s = time(g, b, out);
-            c.fwd_bytes = gemm_bytes(g, a, b, out);
+            c.fwd_s = time(g, b, out, c.fwd_bytes, c.fwd_sram_bytes);
             c.peak_flop_per_s = peak;
             c.fwd_compute_s = c.fwd_flop / rate(g);
             c.fwd_memory_s = memory_time_s(c.fwd_bytes, sys);
+            c.fwd_sram_s = sram_time_s(c.fwd_sram_bytes, sys);
             // Backward: data gradient dA[m,k] = dC[m,n] B^T, weight gradient dB[k,n] = A^T dC.
             c.bwd_flop = 2.0 * c.fwd_flop;
             const GemmShape dgrad{g.m, g.k, g.n, g.batch}, wgrad{g.k, g.n, g.m, g.batch};
             const double grad_out = op.weight ? 4.0 : out;  // weight gradients accumulate in fp32
-            c.dgrad_s = time(dgrad, b, out);
-            c.wgrad_s = time(wgrad, a, grad_out);
+            double sram_unused = 0;
+            c.dgrad_s = time(dgrad, b, out, c.dgrad_bytes, sram_unused);
+            c.wgrad_s = time(wgrad, a, grad_out, c.wgrad_bytes, sram_unused);
             c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
-            c.dgrad_bytes = gemm_bytes(dgrad, a, b, out);
-            c.wgrad_bytes = gemm_bytes(wgrad, a, a, grad_out);
             if (!op.input_grad) {  // the input is data: the weight gradient only (its cast stays)
                 c.dgrad_s = c.dgrad_flop = c.dgrad_bytes = 0;
                 c.bwd_flop = c.wgrad_flop;

@@ -40,14 +40,35 @@ struct OpCost {
     // and the matrix peak the op runs against: what the roofline table shows.
     double fwd_compute_s = 0;
     double fwd_memory_s = 0;
+    double fwd_sram_bytes = 0;  // GEMMs: bytes between SRAM and the compute units (0 otherwise)
+    double fwd_sram_s = 0;      // those bytes at the SRAM bandwidth: the third roofline term
     double peak_flop_per_s = 0;
+};
+
+// An output tile of a GEMM, elements along m and n.
+struct GemmTile {
+    double m = 0, n = 0;
 };
 
 // Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` selects the 16-bit,
 // 8-bit (1 byte) or 4-bit (half a byte) tensor-core path.
 double gemm_efficiency(const GemmShape& g, const Efficiency& eff, double operand_bytes = 2);
-// HBM bytes of one GEMM (or batched GEMM): A and B read, C written, at the given element sizes.
+// Bytes of one GEMM (or batched GEMM) with each operand read once and C written once, at the
+// given element sizes: its HBM traffic when the SRAM holds the whole problem.
 double gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes);
+// The output tile a GEMM is blocked into so that it fits `sram_bytes` of on-chip memory: an A
+// slab, a B slab and the tile's fp32 accumulators (docs/CALIBRATION.md, "On-chip memory").
+GemmTile sram_tile(const GemmShape& g, double a_bytes, double b_bytes, double sram_bytes);
+// HBM bytes of a GEMM blocked into tiles t: A is read once per column of tiles (n / t.n times),
+// B once per row of them (m / t.m times), C written once.
+double tiled_gemm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, const GemmTile& t);
+// HBM bytes of a GEMM on accelerator acc: tiled in its SRAM, or gemm_bytes when it has none described.
+double gemm_hbm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, const Accelerator& acc);
+// Bytes between SRAM and the compute units: the operands each core tile reads, and at least
+// what comes from HBM (`hbm_bytes`).
+double gemm_sram_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double hbm_bytes);
+// Time to move `bytes` through the SRAM level (0 when the accelerator gives no SRAM bandwidth).
+double sram_time_s(double bytes, const SystemSpec& sys);
 // Time of one GEMM (or batched GEMM) given operand sizes in bytes per element.
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes,
                    double peak_flop_per_s, const SystemSpec& sys);

@@ -43,6 +43,11 @@ struct Accelerator {
     double vector_flop_per_s = 0;
     double memory_bytes = 0;
     double memory_bw_bytes_per_s = 0;
+    // On-chip SRAM (L2, shared memory/L1, register and tensor memory) and the rate at which it
+    // feeds the compute units. A GEMM is tiled in it (cost.hpp). 0: not described, so each
+    // operand is read from HBM once and the SRAM term is left out.
+    double sram_bytes = 0;
+    double sram_bw_bytes_per_s = 0;
 
     [[nodiscard]] std::optional<double> matrix_peak(Precision p) const {
         return matrix_flop_per_s[static_cast<size_t>(p)];

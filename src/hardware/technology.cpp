@@ -59,6 +59,7 @@ GeneratedChip generate_chip(const TechnologySpec& t) {
         g.matrix_flop_per_s[i] = p == Precision::fp32 ? g.vector_flop_per_s : bf16 * tensor_rate_ratio(p);
     }
     g.sram_bytes = t.sram_share * area * t.node.sram_bytes_per_m2;
+    g.sram_bw_bytes_per_s = t.sram_share * area * t.sram_bytes_per_cycle_per_m2 * t.node.clock_hz * clock_factor;
     const auto stacks = static_cast<double>(t.hbm.stacks);
     g.memory_bytes = stacks * t.hbm.stack_bytes;
     g.memory_bw_bytes_per_s = stacks * t.hbm.stack_bw_bytes_per_s;

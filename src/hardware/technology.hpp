@@ -45,6 +45,10 @@ struct TechnologySpec {
     // FP32 FLOP per clock in the vector area (docs/PRESET_SCHEMA.md gives their derivation).
     double tensor_transistors_per_flop_cycle = 36e3;
     double vector_transistors_per_flop_cycle = 200e3;
+    // SRAM bandwidth per clock per m2 of SRAM: banks of a fixed size each deliver a fixed width
+    // per clock (docs/PRESET_SCHEMA.md: A100, H100 and B200 give 478, 577 and 370 B per clock per
+    // mm2; the mean).
+    double sram_bytes_per_cycle_per_m2 = 475e6;
     // Tensor-core formats the chip has (fp32 in matrix_flop_per_s is the vector rate).
     std::array<bool, 8> precisions{};
     HbmTech hbm;
@@ -74,6 +78,7 @@ struct GeneratedChip {
     double power_limited_bf16_flop_per_s = 0;   // at the clock the TDP left for the tensors allows
     bool power_limited = false;                 // the power limit set the clock below the node's
     double sram_bytes = 0;
+    double sram_bw_bytes_per_s = 0;             // at the generated clock
     double memory_bytes = 0, memory_bw_bytes_per_s = 0;
     double scale_up_bw_bytes_per_s = 0, scale_out_bw_bytes_per_s = 0;  // per direction
     double area_used_share = 0;  // tensor + vector + SRAM + HBM PHYs + SerDes, of the dies' area

@@ -27,8 +27,12 @@ void add_block(std::vector<RooflineRow>& rows, const char* phase, const char* bl
         r.balance = c.peak_flop_per_s / bw;
         r.compute_s = c.fwd_compute_s;
         r.memory_s = c.fwd_memory_s;
+        r.sram_bytes = c.fwd_sram_bytes;
+        r.sram_s = c.fwd_sram_s;
         r.time_s = c.fwd_s;
-        r.bound = r.compute_s > r.memory_s ? Bound::compute : Bound::memory;
+        r.bound = r.sram_s > std::max(r.compute_s, r.memory_s) ? Bound::sram
+                  : r.compute_s > r.memory_s                    ? Bound::compute
+                                                                : Bound::memory;
         rows.push_back(std::move(r));
     }
     for (const CommOp& op : ops.comms) {
@@ -89,6 +93,7 @@ std::string_view to_string(Bound b) {
     switch (b) {
         case Bound::compute: return "compute";
         case Bound::memory: return "memory";
+        case Bound::sram: return "sram";
         case Bound::network: return "network";
     }
     return "?";
@@ -110,7 +115,8 @@ Roofline inference_roofline(const InferContext& c, const ParallelConfig& p, int6
 }
 
 Bound BoundSplit::dominant() const {
-    if (network_s > compute_s && network_s > memory_s) return Bound::network;
+    if (network_s > std::max({compute_s, memory_s, sram_s})) return Bound::network;
+    if (sram_s > std::max(compute_s, memory_s)) return Bound::sram;
     return compute_s > memory_s ? Bound::compute : Bound::memory;
 }
 
@@ -122,6 +128,7 @@ BoundSplit phase_split(const Roofline& r, std::string_view phase) {
         switch (row.bound) {
             case Bound::compute: s.compute_s += t; break;
             case Bound::memory: s.memory_s += t; break;
+            case Bound::sram: s.sram_s += t; break;
             case Bound::network: s.network_s += t; break;
         }
     }

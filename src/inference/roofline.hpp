@@ -8,7 +8,7 @@
 
 namespace sm {
 
-enum class Bound { compute, memory, network };
+enum class Bound { compute, memory, sram, network };
 std::string_view to_string(Bound b);
 
 struct RooflineRow {
@@ -22,6 +22,8 @@ struct RooflineRow {
     double balance = 0;    // the accelerator's ridge point for this op's math: peak FLOP/s / HBM B/s
     double compute_s = 0;  // FLOP at the op's achievable rate (size-dependent efficiency)
     double memory_s = 0;   // bytes at the achievable HBM rate
+    double sram_bytes = 0; // GEMMs: bytes between on-chip SRAM and the compute units
+    double sram_s = 0;     // those at the SRAM bandwidth (0: no SRAM level described, or not a GEMM)
     double time_s = 0;     // one instance as the model times it (cost_op / collective_time_s)
     Bound bound = Bound::memory;
 };
@@ -38,6 +40,7 @@ Roofline inference_roofline(const InferContext& c, const ParallelConfig& p, int6
 // Decode time per step split by what bounds it, for the latency-throughput sweep.
 struct BoundSplit {
     double compute_s = 0, memory_s = 0, network_s = 0;
+    double sram_s = 0;  // SRAM-bound ops (accelerators with an SRAM level)
     [[nodiscard]] Bound dominant() const;
 };
 BoundSplit phase_split(const Roofline& r, std::string_view phase);

@@ -132,6 +132,7 @@ Json sweep_json(const Scenario& s, const std::vector<SweepPoint>& pts) {
                             {"decode_bound", to_string(pt.decode.dominant())},
                             {"decode_compute_bound_s", pt.decode.compute_s},
                             {"decode_memory_bound_s", pt.decode.memory_s},
+                            {"decode_sram_bound_s", pt.decode.sram_s},
                             {"decode_network_s", pt.decode.network_s}});
     }
     return Json{{"model", s.model.name},
@@ -182,8 +183,8 @@ Json roofline_json(const std::vector<SystemRoofline>& rs) {
             rows.push_back(Json{{"phase", r.phase},       {"block", r.block},        {"op", r.name},
                                 {"count", r.count},       {"flop", r.flop},          {"bytes", r.bytes},
                                 {"intensity_flop_per_byte", r.intensity},           {"balance_flop_per_byte", r.balance},
-                                {"compute_s", r.compute_s}, {"memory_s", r.memory_s}, {"time_s", r.time_s},
-                                {"bound", to_string(r.bound)}});
+                                {"compute_s", r.compute_s}, {"memory_s", r.memory_s}, {"sram_bytes", r.sram_bytes},
+                                {"sram_s", r.sram_s},       {"time_s", r.time_s},      {"bound", to_string(r.bound)}});
         const Scenario& s = sr.scenario;
         systems.push_back(Json{{"system", s.system.name},
                                {"accelerator", s.system.accel.name},
@@ -193,6 +194,8 @@ Json roofline_json(const std::vector<SystemRoofline>& rs) {
                                {"input_len", s.inference.input_len},
                                {"decode_context", sr.roofline.context},
                                {"balance_flop_per_byte", sr.roofline.balance},
+                               {"sram_bytes", s.system.accel.sram_bytes},
+                               {"sram_bw_bytes_per_s", s.system.accel.sram_bw_bytes_per_s},
                                {"ops", rows}});
     }
     return Json{{"systems", systems}};
@@ -205,12 +208,17 @@ std::string roofline_text(const std::vector<SystemRoofline>& rs) {
     o += fmt::format("Roofline: {} batch {}, prefill of {} tokens, one decode step at context {}; tp {} pp {}, {}\n",
                      s0.model.name, s0.inference.batch, s0.inference.input_len, rs.front().roofline.context, s0.parallel.tp,
                      s0.parallel.pp, to_string(s0.inference.precision));
-    o += "Per op instance on one GPU; x N = runs per pass. AI = FLOP per HBM byte; bound: which roofline term is larger.\n";
-    for (const SystemRoofline& sr : rs)
-        o += fmt::format("  {:<16} {}: {} , {} HBM, balance point {:.0f} FLOP/B\n", sr.scenario.system.name,
-                         sr.scenario.system.accel.name,
-                         si(sr.scenario.system.accel.matrix_peak(sr.scenario.inference.precision).value_or(0), "FLOP/s"),
-                         si(sr.scenario.system.accel.memory_bw_bytes_per_s, "B/s"), sr.roofline.balance);
+    o += "Per op instance on one GPU; x N = runs per pass. AI = FLOP per HBM byte (a GEMM's HBM bytes as tiled in the SRAM);\n"
+         "bound: the largest roofline term (compute, HBM memory, SRAM).\n";
+    for (const SystemRoofline& sr : rs) {
+        const Accelerator& acc = sr.scenario.system.accel;
+        o += fmt::format("  {:<16} {}: {} , {} HBM, balance point {:.0f} FLOP/B", sr.scenario.system.name, acc.name,
+                         si(acc.matrix_peak(sr.scenario.inference.precision).value_or(0), "FLOP/s"),
+                         si(acc.memory_bw_bytes_per_s, "B/s"), sr.roofline.balance);
+        o += acc.sram_bytes > 0 || acc.sram_bw_bytes_per_s > 0
+                 ? fmt::format("; SRAM {} at {}\n", si(acc.sram_bytes, "B"), si(acc.sram_bw_bytes_per_s, "B/s"))
+                 : std::string("; no SRAM level described\n");
+    }
     const auto& rows0 = rs.front().roofline.rows;
     std::string phase;
     for (size_t i = 0; i < rows0.size(); ++i) {
@@ -234,9 +242,9 @@ std::string roofline_text(const std::vector<SystemRoofline>& rs) {
     for (const SystemRoofline& sr : rs) {
         for (const char* ph : {"prefill", "decode"}) {
             const BoundSplit b = phase_split(sr.roofline, ph);
-            o += fmt::format("  {:<16} {:<8} {:>11}  (compute-bound {}, memory-bound {}, network {})\n",
-                             sr.scenario.system.name, ph, seconds(b.compute_s + b.memory_s + b.network_s),
-                             seconds(b.compute_s), seconds(b.memory_s), seconds(b.network_s));
+            o += fmt::format("  {:<16} {:<8} {:>11}  (compute-bound {}, memory-bound {}, SRAM-bound {}, network {})\n",
+                             sr.scenario.system.name, ph, seconds(b.compute_s + b.memory_s + b.sram_s + b.network_s),
+                             seconds(b.compute_s), seconds(b.memory_s), seconds(b.sram_s), seconds(b.network_s));
         }
     }
     return o;
@@ -244,12 +252,13 @@ std::string roofline_text(const std::vector<SystemRoofline>& rs) {
 
 std::string roofline_csv(const std::vector<SystemRoofline>& rs) {
     std::string o = csv_line({"system", "phase", "block", "op", "count", "flop", "bytes", "intensity_flop_per_byte",
-                              "balance_flop_per_byte", "compute_s", "memory_s", "time_s", "bound"});
+                              "balance_flop_per_byte", "compute_s", "memory_s", "sram_bytes", "sram_s", "time_s", "bound"});
     for (const SystemRoofline& sr : rs)
         for (const RooflineRow& r : sr.roofline.rows)
             o += csv_line({csv_field(sr.scenario.system.name), csv_field(r.phase), csv_field(r.block), csv_field(r.name),
                            csv_number(r.count), csv_number(r.flop), csv_number(r.bytes), csv_number(r.intensity),
-                           csv_number(r.balance), csv_number(r.compute_s), csv_number(r.memory_s), csv_number(r.time_s),
+                           csv_number(r.balance), csv_number(r.compute_s), csv_number(r.memory_s), csv_number(r.sram_bytes),
+                           csv_number(r.sram_s), csv_number(r.time_s),
                            std::string(to_string(r.bound))});
     return o;
 }

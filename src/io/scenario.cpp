@@ -325,6 +325,8 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         s.accel.memory_bytes = a->number("memory_bytes", derived ? std::optional(0.0) : none, derived ? 0.0 : 1.0, 1e15);
         s.accel.memory_bw_bytes_per_s =
             a->number("memory_bw_bytes_per_s", derived ? std::optional(0.0) : none, derived ? 0.0 : 1e6, 1e16);
+        s.accel.sram_bytes = a->number("sram_bytes", 0.0, 0.0, 1e13);
+        s.accel.sram_bw_bytes_per_s = a->number("sram_bw_bytes_per_s", 0.0, 0.0, 1e17);
         if (hbm) {  // the stacks replace the figures (a preset's included); resolve shows the result
             s.accel.memory_bytes = hbm->bytes;
             s.accel.memory_bw_bytes_per_s = hbm->bw_bytes_per_s;
@@ -345,7 +347,11 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
             s.accel.vector_flop_per_s = g.vector_flop_per_s;
             s.accel.memory_bytes = g.memory_bytes;
             s.accel.memory_bw_bytes_per_s = g.memory_bw_bytes_per_s;
+            s.accel.sram_bytes = g.sram_bytes;
+            s.accel.sram_bw_bytes_per_s = g.sram_bw_bytes_per_s;
             a->set_recorded("vector_flop_per_s", s.accel.vector_flop_per_s);
+            a->set_recorded("sram_bytes", s.accel.sram_bytes);
+            a->set_recorded("sram_bw_bytes_per_s", s.accel.sram_bw_bytes_per_s);
             r.set_recorded("description", tech->summary);
         }
         if (derived) {
