@@ -41,6 +41,10 @@ struct OpCost {
     double fwd_compute_s = 0;
     double fwd_memory_s = 0;
     double peak_flop_per_s = 0;
+    // Seconds each pass keeps the tensor array engaged: a matrix kernel's FLOP at the rate it
+    // reaches (tile waste and stalls included); its costed time when compute-bound, less the
+    // launch latency; memory waits and casts are not counted. 0 for element-wise ops.
+    double fwd_tensor_s = 0, bwd_tensor_s = 0;
 };
 
 // Fraction of matrix peak a GEMM of this shape reaches; `operand_bytes` selects the 16-bit,
