@@ -20,40 +20,51 @@ namespace {
 using testing::load;
 
 // round_system with energy figures: TDP 1000 W, idle 100 W, HBM 4 pJ/bit, scale-up 5 pJ/bit,
-// scale-out 6 pJ/bit; the tensor J/FLOP at its TDP calibration (hand: below).
+// scale-out 6 pJ/bit; active and tensor power at the default split (hand: below).
 SystemSpec round_energy_system() {
     SystemSpec s = testing::round_system();
     s.accel.matrix_flop_per_s[static_cast<size_t>(Precision::fp8)] = 2e15;
-    s.energy = {1000, 100, 0, 4e-12, 5e-12, 6e-12};
-    // HBM 1e12 B/s x 8 x 4e-12 = 32 W; scale-up both ways 2 x 100e9 x 8 x 5e-12 = 8 W;
-    // the tensors get 1000 - 100 - 32 - 8 = 860 W at 1e15 FLOP/s: 8.6e-13 J per FLOP.
-    s.energy.tensor_j_per_flop = 8.6e-13;
+    // HBM 1e12 B/s x 8 x 4e-12 = 32 W; scale-up both ways 2 x 100e9 x 8 x 5e-12 = 8 W; the
+    // dynamic budget 1000 - 100 - 32 - 8 = 860 W, half active (430 W), half the tensors: 430 W
+    // at 1e15 FLOP/s, 4.3e-13 J per FLOP.
+    s.energy = {1000, 100, 4.3e-13, 4e-12, 5e-12, 6e-12, 430};
     return s;
 }
 
 TEST(Energy, CalibrationAndPerFlopByHand) {
     const SystemSpec s = round_energy_system();
-    EXPECT_NEAR(tdp_calibrated_j_per_flop(s), 8.6e-13, 1e-25);
-    EXPECT_NEAR(tensor_power_w(s), 860.0, 1e-9);
-    EXPECT_NEAR(full_load_power_w(s), 1000.0, 1e-9);  // 100 + 860 + 32 + 8
-    EXPECT_NEAR(j_per_flop(s, Precision::bf16), 8.6e-13, 1e-25);
-    EXPECT_NEAR(j_per_flop(s, Precision::fp8), 4.3e-13, 1e-25);  // 860 W at 2e15 FLOP/s
-    EXPECT_EQ(j_per_flop(s, Precision::fp4), 0.0);                // not supported
+    EXPECT_NEAR(dynamic_budget_w(s), 860.0, 1e-9);    // 1000 - 100 - 32 - 8
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(s), 4.3e-13, 1e-25);  // (860 - 430 active) / 1e15
+    EXPECT_NEAR(tensor_power_w(s), 430.0, 1e-9);
+    EXPECT_NEAR(full_load_power_w(s), 1000.0, 1e-9);  // 100 + 430 + 430 + 32 + 8
+    EXPECT_NEAR(j_per_flop(s, Precision::bf16), 4.3e-13, 1e-25);
+    EXPECT_NEAR(j_per_flop(s, Precision::fp8), 2.15e-13, 1e-25);  // 430 W at 2e15 FLOP/s
+    EXPECT_EQ(j_per_flop(s, Precision::fp4), 0.0);                 // not supported
     SystemSpec slow = s;
     slow.eff.clock_fraction = 0.5;  // half the sustained rate: twice the J/FLOP at TDP
-    EXPECT_NEAR(tdp_calibrated_j_per_flop(slow), 1.72e-12, 1e-24);
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(slow), 8.6e-13, 1e-24);
+    SystemSpec lazy = s;
+    lazy.energy.active_w = 0;  // no active power: the tensors take the whole 860 W
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(lazy), 8.6e-13, 1e-24);
 }
 
 TEST(Energy, EnergyOfWorkByHand) {
     const SystemSpec s = round_energy_system();
-    const Energy e = energy_of(s, Work{2.0, 1e9, 1e9, 1e8}, 3.0, 4.0);
-    EXPECT_NEAR(e.compute_j, 1720.0, 1e-9);      // 2 s at 860 W
+    // 2 s of tensor engagement within 2.5 s of kernels, on 4 GPUs over 3 s.
+    const Energy e = energy_of(s, Work{2.0, 2.5, 1e9, 1e9, 1e8}, 3.0, 4.0);
+    EXPECT_NEAR(e.compute_j, 860.0, 1e-9);       // 2 s at 430 W
+    EXPECT_NEAR(e.active_j, 1075.0, 1e-9);       // 2.5 s at 430 W
     EXPECT_NEAR(e.hbm_j, 0.032, 1e-15);          // 1e9 x 8 x 4e-12
     EXPECT_NEAR(e.scale_up_j, 0.08, 1e-15);      // both ends: 2 x 1e9 x 8 x 5e-12
     EXPECT_NEAR(e.scale_out_j, 0.0096, 1e-15);   // 2 x 1e8 x 8 x 6e-12
     EXPECT_NEAR(e.idle_j, 1200.0, 1e-9);         // 100 W x 3 s x 4 GPUs
-    EXPECT_NEAR(e.total_j(), 2920.1216, 1e-9);
-    EXPECT_NEAR(e.gpu_j(), 2920.112, 1e-9);      // the NICs' share is outside the GPUs
+    EXPECT_NEAR(e.total_j(), 3135.1216, 1e-9);   // 860 + 1075 + 1200 + 0.032 + 0.08 + 0.0096
+    EXPECT_NEAR(e.gpu_j(), 3135.112, 1e-9);      // the NICs' share is outside the GPUs
+    // Busy seconds never exceed the wall's (4 GPUs x 3 s = 12 s), tensor seconds the busy ones:
+    // 12 s at 430 W each, the most a GPU can draw.
+    const Energy capped = energy_of(s, Work{20.0, 30.0, 0, 0, 0}, 3.0, 4.0);
+    EXPECT_NEAR(capped.compute_j, 5160.0, 1e-9);
+    EXPECT_NEAR(capped.active_j, 5160.0, 1e-9);
     SystemSpec priced = s;
     priced.price_per_gpu_hour = 2.5;
     EXPECT_NEAR(cost_usd(priced, 7200.0, 4.0), 20.0, 1e-12);  // 4 GPUs x 2 h x $2.5
@@ -79,23 +90,28 @@ LayerOps gemm_and_all_reduce() {
 }
 
 TEST(Energy, BlockWorkByHand) {
-    const SystemSpec s = round_energy_system();
+    SystemSpec s = round_energy_system();
+    s.eff.gemm_max = 0.5;  // the tensors stay engaged twice FLOP / peak
     CommSpans spans;
     spans.span[idx(CommGroup::tp)] = {4, 4, 1};
     const BlockCost b = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::none, 0.0);
-    // Forward, data and weight gradient: 3 x 2 x 1024^3 = 6,442,450,944 FLOP at 1e15.
-    EXPECT_NEAR(b.work.tensor_s, 6442450944.0 / 1e15, 1e-20);
+    // Forward, data and weight gradient: 3 x 2 x 1024^3 = 6,442,450,944 FLOP at half of 1e15.
+    EXPECT_NEAR(b.work.tensor_s, 6442450944.0 / 0.5e15, 1e-20);
     // Forward and data gradient read A and B and write C in bf16: 3 x 2^20 x 2 B each; the weight
     // gradient reads two bf16 operands and writes fp32: 2^20 x (2 + 2 + 4). 20 x 2^20 in all.
     EXPECT_DOUBLE_EQ(b.work.hbm_bytes, 20.0 * 1048576);
+    // Each pass is memory-bound (6 MiB at 1e12 B/s = 6.29 us > 2^31 FLOP at 5e14 = 4.29 us), so
+    // the kernels run for the bytes' time: 20 x 2^20 B at 1e12 B/s, the tensors engaged 12.9 us of it.
+    EXPECT_NEAR(b.work.kernel_s, 20.0 * 1048576 / 1e12, 1e-18);
     // A ring all-reduce over 4 GPUs sends 2 x 3/4 of the buffer from each.
     EXPECT_DOUBLE_EQ(b.work.scale_up_bytes, 1.5 * 1048576);
     EXPECT_EQ(b.work.scale_out_bytes, 0.0);
 
     // Full recompute runs the forward once more: its FLOP, its bytes and its collective.
     const BlockCost r = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::full, 0.0);
-    EXPECT_NEAR(r.work.tensor_s, 4.0 * 2147483648.0 / 1e15, 1e-20);
+    EXPECT_NEAR(r.work.tensor_s, 4.0 * 2147483648.0 / 0.5e15, 1e-20);
     EXPECT_DOUBLE_EQ(r.work.hbm_bytes, 26.0 * 1048576);
+    EXPECT_NEAR(r.work.kernel_s, 26.0 * 1048576 / 1e12, 1e-18);
     EXPECT_DOUBLE_EQ(r.work.scale_up_bytes, 3.0 * 1048576);
 
     // 8 GPUs over 2 domains of 4: reduce-scatter and all-gather in the domain (3/4 each), an
@@ -114,9 +130,9 @@ TEST(Energy, StepWorkByHand) {
     p.tp = 2;
     p.pp = 2;
     LayerCosts lc;
-    lc.layer[idx(LayerKind::dense)].work = {1e-3, 1e6, 2e5, 0};
-    lc.embedding.work = {1e-4, 1e5, 0, 0};
-    lc.head.work = {2e-4, 3e5, 0, 0};
+    lc.layer[idx(LayerKind::dense)].work = {1e-3, 2e-3, 1e6, 2e5, 0};
+    lc.embedding.work = {1e-4, 3e-4, 1e5, 0, 0};
+    lc.head.work = {2e-4, 5e-4, 3e5, 0, 0};
     const TrainResult r = testing::step_over(testing::tiny_gpt(), s, testing::batch_of(4), p, lc);
     // Blocks: (8 layers + embedding + head) per GPU x tp 2 x 4 micro-batches.
     EXPECT_NEAR(r.work.tensor_s, (8 * 1e-3 + 1e-4 + 2e-4) * 2 * 4, 1e-15);
@@ -130,14 +146,25 @@ TEST(Energy, StepWorkByHand) {
     EXPECT_NEAR(r.work.scale_up_bytes, 12.8e6 + 16 * 16384.0, 1e-6);
     EXPECT_EQ(r.work.scale_out_bytes, 0.0);
     EXPECT_NEAR(r.energy.idle_j, 100.0 * 4 * r.step_time_s, 1e-9);
+    // Kernels: the blocks' (8 x 2e-3 + 3e-4 + 5e-4) x 8 = 0.1344 s and Adam's 4,081,920 B at
+    // 1e12 B/s = 4.08192 us on each of the 4 GPUs.
+    EXPECT_NEAR(r.breakdown.optimizer_s, 4.08192e-6, 1e-15);
+    EXPECT_NEAR(r.work.kernel_s, 0.1344 + 4 * 4.08192e-6, 1e-12);
+    // The hand-made blocks take no time, so the step is far shorter than the kernels summed:
+    // the charge stops at every GPU busy the whole step, 430 W active and 430 W tensors.
+    ASSERT_LT(4 * r.step_time_s, r.work.tensor_s);
+    EXPECT_NEAR(r.energy.active_j, 430.0 * 4 * r.step_time_s, 1e-12);
+    EXPECT_NEAR(r.energy.compute_j, 430.0 * 4 * r.step_time_s, 1e-12);
 }
 
 TEST(Energy, PresetReadsAndCalibratesToItsTdp) {
     const SystemSpec h = testing::system_preset("dgx-h100");
     EXPECT_EQ(h.energy.tdp_w, 700);
     // HBM 3.35e12 x 8 x 3.4e-12 = 91.12 W; NVLink 2 x 450e9 x 8 x 5e-12 = 36 W; idle 70 W:
-    // (700 - 70 - 91.12 - 36) / 989.4e12 = 5.0827e-13 J per bf16 FLOP.
-    EXPECT_NEAR(h.energy.tensor_j_per_flop, 502.88 / 989.4e12, 1e-20);
+    // 700 - 70 - 91.12 - 36 = 502.88 W, half active (251.44 W), half the tensors at 989.4e12
+    // FLOP/s: 2.5413e-13 J per bf16 FLOP.
+    EXPECT_NEAR(h.energy.active_w, 251.44, 1e-9);
+    EXPECT_NEAR(h.energy.tensor_j_per_flop, 251.44 / 989.4e12, 1e-20);
     EXPECT_NEAR(full_load_power_w(h), 700.0, 1e-6);
     EXPECT_EQ(h.price_per_gpu_hour, 0.0);
 }
@@ -169,6 +196,20 @@ TEST(Energy, ErrorsNameTheField) {
     auto idle = load(kH100, {"system.energy.idle_w=650"});  // 650 + 91 + 36 W > 700 W
     ASSERT_FALSE(idle.ok());
     EXPECT_NE(idle.error().message().find("system.energy.idle_w"), std::string::npos) << idle.error().message();
+    auto busy = load(kH100, {"system.energy.active_w=600"});  // more than the 502.88 W budget
+    ASSERT_FALSE(busy.ok());
+    EXPECT_NE(busy.error().message().find("system.energy.active_w"), std::string::npos) << busy.error().message();
+    // Both given: 300 W + 3e-13 x 989.4e12 = 296.8 W, 596.8 W > 502.88 W.
+    auto both = load(kH100, {"system.energy.active_w=300", "system.energy.tensor_j_per_flop=3e-13"});
+    ASSERT_FALSE(both.ok());
+    EXPECT_NE(both.error().message().find("system.energy.tensor_j_per_flop"), std::string::npos) << both.error().message();
+    // One given, the other takes the rest of the 502.88 W.
+    auto active = load(kH100, {"system.energy.active_w=100"});
+    ASSERT_TRUE(active.ok()) << active.error().message();
+    EXPECT_NEAR(active->system.energy.tensor_j_per_flop, 402.88 / 989.4e12, 1e-20);
+    auto tensor = load(kH100, {"system.energy.tensor_j_per_flop=4e-13"});
+    ASSERT_TRUE(tensor.ok()) << tensor.error().message();
+    EXPECT_NEAR(tensor->system.energy.active_w, 502.88 - 395.76, 1e-6);  // 4e-13 x 989.4e12 = 395.76 W
     auto typo = load(kH100, {"system.energy.tdp=700"});
     ASSERT_FALSE(typo.ok());
     EXPECT_NE(typo.error().message().find("tdp_w"), std::string::npos) << typo.error().message();
@@ -198,19 +239,21 @@ TEST(Energy, KeysOnlyWithTheFigures) {
     EXPECT_EQ(rb.energy.total_j(), 0.0);
 }
 
-// Inference on the round machine in fp16: every op runs against the 100 TFLOP/s fp16 peak, so
-// the compute energy is the reported FLOP (per GPU of each stage, x tp) times 860 W / 1e14.
+// Inference on the round machine in fp16: every op runs against the 100 TFLOP/s fp16 peak at
+// full efficiency, so the tensors are engaged for the reported FLOP (per GPU of each stage, x tp)
+// over 1e14 and draw 430 W then; the active 430 W is drawn for every kernel second.
 TEST(Energy, InferenceComputeIsFlopTimesJoulePerFlop) {
     SystemSpec s = testing::round_inference_system();
-    s.energy = {1000, 100, 0, 4e-12, 5e-12, 6e-12};
-    // HBM 1e12 x 8 x 4e-12 = 32 W; scale-up 2 x 100e9 x 8 x 5e-12 = 8 W: 860 W at 100 TFLOP/s.
-    s.energy.tensor_j_per_flop = 8.6e-12;
+    // HBM 1e12 x 8 x 4e-12 = 32 W; scale-up 2 x 100e9 x 8 x 5e-12 = 8 W: 860 W, half active and
+    // half the tensors: 430 W at 100 TFLOP/s.
+    s.energy = {1000, 100, 4.3e-12, 4e-12, 5e-12, 6e-12, 430};
     const ModelSpec m = testing::tiny_llama(4);
     const InferenceSpec w = testing::fp16_workload(4, 64, 8);
     ParallelConfig p;
     p.tp = 2;
     const InferResult r = evaluate_inference({m, s, w}, p);
-    EXPECT_NEAR(r.energy.compute_j, (r.prefill.flop + r.decode.flop) * 2 * 8.6e-12, 1e-9 * r.energy.compute_j);
+    EXPECT_NEAR(r.energy.compute_j, (r.prefill.flop + r.decode.flop) * 2 * 4.3e-12, 1e-9 * r.energy.compute_j);
+    EXPECT_NEAR(r.energy.active_j, (r.prefill.compute_s + r.decode.compute_s) * 2 * 430.0, 1e-9 * r.energy.active_j);
     EXPECT_NEAR(r.energy.hbm_j, (r.prefill.hbm_bytes + r.decode.hbm_bytes) * 2 * 8 * 4e-12, 1e-9 * r.energy.hbm_j);
     EXPECT_NEAR(r.energy.idle_j, 100.0 * 2 * r.e2e_latency_s, 1e-12);
     EXPECT_GT(r.energy.scale_up_j, 0.0);  // the tensor-parallel all-reduces

@@ -165,6 +165,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
                 sram = gemm_sram_bytes(s, a, b_bytes, c_bytes, hbm);
                 return roofline_s(gemm_flop(s), rate(s), hbm, sys, sram);
             };
+            auto engaged = [&](const GemmShape& s) {
+                const double r = rate(s), f = gemm_flop(s);
+                return r > 0 && f > 0 ? f / r : 0.0;
+            };
             c.fwd_flop = gemm_flop(g);
             c.fwd_model_flop = c.fwd_flop;
             c.fwd_s = time(g, b, out, c.fwd_bytes, c.fwd_sram_bytes);
@@ -192,9 +196,12 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
                 c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + kernels * lat;
                 c.dgrad_bytes += cast_bytes_bwd(g, ctx);
             }
+            c.fwd_tensor_s = engaged(g);
+            c.bwd_tensor_s = engaged(dgrad) + engaged(wgrad);
             if (op.frozen) {  // LoRA's base weights: the activation gradient only
                 c.wgrad_s = c.wgrad_flop = c.wgrad_bytes = 0;
                 c.bwd_flop = c.dgrad_flop;
+                c.bwd_tensor_s = engaged(dgrad);
             }
             c.bwd_s = c.dgrad_s + c.wgrad_s;
             break;
@@ -214,6 +221,8 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             c.dgrad_s = c.bwd_s;
             c.dgrad_flop = c.bwd_flop;
             c.dgrad_bytes = 2.0 * bytes;
+            c.fwd_tensor_s = peak > 0 ? op.attn_flop / peak : 0.0;
+            c.bwd_tensor_s = peak > 0 ? c.bwd_flop / peak : 0.0;
             break;
         }
         case OpKind::elementwise: {

@@ -43,6 +43,10 @@ struct OpCost {
     double fwd_sram_bytes = 0;  // GEMMs: bytes between SRAM and the compute units (0 otherwise)
     double fwd_sram_s = 0;      // those bytes at the SRAM bandwidth: the third roofline term
     double peak_flop_per_s = 0;
+    // Seconds each pass keeps the tensor array engaged: a matrix kernel's FLOP at the rate it
+    // reaches (tile waste and stalls included); its costed time when compute-bound, less the
+    // launch latency; memory waits and casts are not counted. 0 for element-wise ops.
+    double fwd_tensor_s = 0, bwd_tensor_s = 0;
 };
 
 // An output tile of a GEMM, elements along m and n.

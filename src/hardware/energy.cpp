@@ -1,5 +1,7 @@
 #include "hardware/energy.hpp"
 
+#include <algorithm>
+
 #include "hardware/cost.hpp"
 
 namespace sm {
@@ -24,17 +26,23 @@ double j_per_flop(const SystemSpec& s, Precision p) {
     return peak > 0 ? tensor_power_w(s) / peak : 0.0;
 }
 
-double full_load_power_w(const SystemSpec& s) { return s.energy.idle_w + tensor_power_w(s) + io_power_w(s); }
+double full_load_power_w(const SystemSpec& s) {
+    return s.energy.idle_w + s.energy.active_w + tensor_power_w(s) + io_power_w(s);
+}
+
+double dynamic_budget_w(const SystemSpec& s) { return s.energy.tdp_w - s.energy.idle_w - io_power_w(s); }
 
 double tdp_calibrated_j_per_flop(const SystemSpec& s) {
     const double peak = sustained_matrix_peak(s, Precision::bf16);
-    return peak > 0 ? (s.energy.tdp_w - s.energy.idle_w - io_power_w(s)) / peak : 0.0;
+    return peak > 0 ? (dynamic_budget_w(s) - s.energy.active_w) / peak : 0.0;
 }
 
 Energy energy_of(const SystemSpec& s, const Work& w, double seconds, double gpus) {
     const EnergySpec& e = s.energy;
     Energy out;
-    out.compute_j = w.tensor_s * tensor_power_w(s);
+    const double busy_s = std::min(w.kernel_s, seconds * gpus);
+    out.compute_j = std::min(w.tensor_s, busy_s) * tensor_power_w(s);
+    out.active_j = busy_s * e.active_w;
     out.hbm_j = w.hbm_bytes * kBitsPerByte * e.hbm_j_per_bit;
     // Each bit sent is received too: both ends' SerDes spend their energy per bit.
     out.scale_up_j = 2.0 * w.scale_up_bytes * kBitsPerByte * e.scale_up_j_per_bit;

@@ -1,8 +1,10 @@
 #pragma once
 // Energy of a training step or an inference batch from what it computes and moves (the model and
-// its sources: docs/CALIBRATION.md, "Energy and cost"). The tensor array draws one power at its
-// sustained peak in every format; HBM and links cost a fixed energy per bit; a powered GPU draws
-// its idle power throughout. No second op loop: the work is summed where the ops are costed.
+// its sources: docs/CALIBRATION.md, "Energy and cost"). A powered GPU draws its idle power
+// throughout; while any kernel runs it draws its active power on top (SMs, register files, L2 and
+// the clock tree are busy even when a kernel waits on memory or a tile runs half empty); while a
+// matrix kernel keeps the tensor array engaged, the tensor power on top of that; HBM and links
+// cost a fixed energy per bit. No second op loop: the work is summed where the ops are costed.
 #include <cstdint>
 
 #include "hardware/system_spec.hpp"
@@ -11,14 +13,17 @@ namespace sm {
 
 // What a step (or a batch of requests) executes, summed over all its GPUs.
 struct Work {
-    // Seconds the ops would keep the tensor array busy at its sustained peak: each op's FLOP over
-    // the peak it runs against (so a bf16 attention inside fp8 training costs bf16 energy).
+    // Seconds matrix kernels (GEMMs, attention) keep the tensor array engaged: each one's FLOP at
+    // the rate it reaches (OpCost::fwd_tensor_s), tile waste and stalls included.
     double tensor_s = 0;
+    // Seconds any kernel runs (matrix, element-wise, casts, the optimizer): the costed times.
+    double kernel_s = 0;
     double hbm_bytes = 0;        // read and written
     double scale_up_bytes = 0;   // sent over the scale-up fabric
     double scale_out_bytes = 0;  // sent over the scale-out network
     Work& add(const Work& o, double n) {
         tensor_s += n * o.tensor_s;
+        kernel_s += n * o.kernel_s;
         hbm_bytes += n * o.hbm_bytes;
         scale_up_bytes += n * o.scale_up_bytes;
         scale_out_bytes += n * o.scale_out_bytes;
@@ -27,24 +32,35 @@ struct Work {
 };
 
 struct Energy {
-    double compute_j = 0, hbm_j = 0, scale_up_j = 0, scale_out_j = 0, idle_j = 0;
-    [[nodiscard]] double total_j() const { return compute_j + hbm_j + scale_up_j + scale_out_j + idle_j; }
+    double compute_j = 0;  // the tensor array while engaged
+    double active_j = 0;   // the rest of the chip's dynamic power while any kernel runs
+    double hbm_j = 0, scale_up_j = 0, scale_out_j = 0, idle_j = 0;
+    [[nodiscard]] double total_j() const { return compute_j + active_j + hbm_j + scale_up_j + scale_out_j + idle_j; }
     // What the GPUs themselves draw (the NICs' scale-out energy is outside their TDP).
     [[nodiscard]] double gpu_j() const { return total_j() - scale_out_j; }
 };
+
+// The default active_w: this share of dynamic_budget_w, the tensors the rest (docs/CALIBRATION.md,
+// "Energy and cost": a memory-bound kernel then draws about 60% of the TDP, a GEMM all of it).
+constexpr double kDefaultActiveShare = 0.5;
 
 // Power of the tensor array at its sustained bf16 peak (system.energy.tensor_j_per_flop x that peak).
 double tensor_power_w(const SystemSpec& s);
 // Energy of one FLOP of precision p at its sustained peak: the tensor power over p's peak (0 when
 // the system lacks p).
 double j_per_flop(const SystemSpec& s, Precision p);
-// One GPU with the tensor array at its sustained peak and HBM and the scale-up links at full
-// bandwidth both ways, plus idle: the most the model can charge it per second.
+// One GPU running matrix kernels throughout (idle + active + tensor power) with HBM and the
+// scale-up links at full bandwidth both ways: the most the model can charge it per second.
 double full_load_power_w(const SystemSpec& s);
-// The tensor_j_per_flop at which full_load_power_w equals the TDP: the datasheet convention that
-// peaks are quoted within the board power (the default for a system that gives none).
+// The dynamic power left for the active and tensor terms once idle, HBM and scale-up at full
+// bandwidth are taken from the TDP.
+double dynamic_budget_w(const SystemSpec& s);
+// The tensor_j_per_flop at which full_load_power_w equals the TDP with the system's active_w: the
+// convention that a GPU fully busy draws its board power (the default for a system that gives none).
 double tdp_calibrated_j_per_flop(const SystemSpec& s);
-// Energy of `w` over `seconds` on `gpus` GPUs.
+// Energy of `w` over `seconds` on `gpus` GPUs. Busy seconds are capped at the wall seconds (a GPU
+// is busy at most all the time, even where the op sum counts overlapped kernels twice), and
+// tensor seconds at the busy seconds.
 Energy energy_of(const SystemSpec& s, const Work& w, double seconds, double gpus);
 // USD for `gpus` GPUs held `seconds` at system.price_per_gpu_hour.
 double cost_usd(const SystemSpec& s, double seconds, double gpus);

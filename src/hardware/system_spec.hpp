@@ -75,10 +75,11 @@ struct HostMemory {
 struct EnergySpec {
     double tdp_w = 0;               // the GPU's board power limit
     double idle_w = 0;              // drawn whenever powered, busy or not (leakage, clocks, fans of the board)
-    double tensor_j_per_flop = 0;   // one dense bf16 tensor FLOP with its on-chip operand delivery
+    double tensor_j_per_flop = 0;   // tensor power over the sustained bf16 peak, drawn while engaged
     double hbm_j_per_bit = 0;       // per bit read or written
     double scale_up_j_per_bit = 0;  // per bit, at each end of a scale-up link (inside the TDP)
     double scale_out_j_per_bit = 0; // per bit, at each end of a NIC link (the NIC is outside the TDP)
+    double active_w = 0;            // above idle while any kernel runs, the tensor array aside
     [[nodiscard]] bool known() const { return tdp_w > 0; }
 };
 

@@ -38,7 +38,7 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
         c.compute_s += oc.fwd_s;
         c.flop += oc.fwd_flop;
         c.hbm_bytes += oc.fwd_bytes;
-        if (oc.peak_flop_per_s > 0) c.tensor_s += oc.fwd_flop / oc.peak_flop_per_s;
+        c.tensor_s += oc.fwd_tensor_s;
     }
     for (const CommOp& op : ops.comms) {
         if (op.pass != Pass::fwd) continue;
@@ -344,7 +344,7 @@ InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p) {
         PassCost all = r.prefill;
         all += r.decode;
         // Per GPU of each stage, summed over the stages: the tp GPUs of a stage do alike.
-        const Work w{all.tensor_s, all.hbm_bytes, all.scale_up_bytes, all.scale_out_bytes};
+        const Work w{all.tensor_s, all.compute_s, all.hbm_bytes, all.scale_up_bytes, all.scale_out_bytes};
         r.energy = energy_of(c.system, Work{}.add(w, as_d(p.tp)), r.e2e_latency_s, as_d(p.tp * p.pp));
     }
     return r;

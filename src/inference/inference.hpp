@@ -30,8 +30,9 @@ struct PassCost {
     double host_s = 0;      // framework dispatch not hidden behind the GPU (Efficiency::host_*)
     double flop = 0;        // executed, all GPUs of one replica
     double hbm_bytes = 0;   // HBM traffic of one GPU of each stage, summed over stages
-    // The rest of what the energy model charges, likewise per GPU of each stage: tensor-array
-    // seconds at the sustained peak (Work::tensor_s) and bytes sent over each network level.
+    // The rest of what the energy model charges, likewise per GPU of each stage: seconds the
+    // tensor array is engaged (Work::tensor_s; compute_s is the kernel seconds) and bytes sent
+    // over each network level.
     double tensor_s = 0, scale_up_bytes = 0, scale_out_bytes = 0;
     [[nodiscard]] double total_s() const { return compute_s + tp_comm_s + pp_comm_s + ep_comm_s + host_s; }
     PassCost& operator+=(const PassCost& o);

@@ -27,8 +27,9 @@ void add_energy_keys(Json& j, const SystemSpec& sys, const EnergyScope& s, bool 
         j["energy_per_token_j"] = e.total_j() / s.tokens;
         j["tokens_per_j"] = s.tokens / e.total_j();
         j["power_per_gpu_w"] = power_per_gpu_w(s);
-        j["energy"] = Json{{"compute_j", e.compute_j}, {"hbm_j", e.hbm_j},           {"scale_up_j", e.scale_up_j},
-                           {"scale_out_j", e.scale_out_j}, {"idle_j", e.idle_j}, {"tdp_w", sys.energy.tdp_w}};
+        j["energy"] = Json{{"compute_j", e.compute_j},     {"active_j", e.active_j}, {"hbm_j", e.hbm_j},
+                           {"scale_up_j", e.scale_up_j},   {"scale_out_j", e.scale_out_j},
+                           {"idle_j", e.idle_j},           {"tdp_w", sys.energy.tdp_w}};
     }
     if (sys.price_per_gpu_hour > 0) {
         const double usd = cost_usd(sys, s.seconds, s.gpus);
@@ -50,6 +51,7 @@ std::string energy_text(const SystemSpec& sys, const EnergyScope& s, bool infere
             o += fmt::format("    {:<22} {:>10}   {:5.1f}%\n", name, joules(x / per_unit), 100 * x / e.total_j());
         };
         row("tensor compute", e.compute_j);
+        row("active (kernels run)", e.active_j);
         row("HBM", e.hbm_j);
         row("scale-up links", e.scale_up_j);
         row("scale-out network", e.scale_out_j);

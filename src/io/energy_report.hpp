@@ -16,7 +16,7 @@ struct EnergyScope {
 };
 
 // Adds energy_per_step_j (or _request_j), energy_per_token_j, tokens_per_j, power_per_gpu_w,
-// energy {compute_j, ...}, cost_per_step_usd (or _request_usd), cost_per_million_tokens_usd.
+// energy {compute_j, active_j, ...}, cost_per_step_usd (or _request_usd), cost_per_million_tokens_usd.
 void add_energy_keys(Json& j, const SystemSpec& sys, const EnergyScope& s, bool inference);
 std::string energy_text(const SystemSpec& sys, const EnergyScope& s, bool inference);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "hardware/cost.hpp"
 #include "hardware/energy.hpp"
 #include "io/embedded.hpp"
 #include "io/provenance.hpp"
@@ -258,36 +259,56 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
         en.scale_up_j_per_bit = *up;
         en.scale_out_j_per_bit = *out;
     }
-    const double calibrated = tdp_calibrated_j_per_flop(s);
-    if (!(calibrated > 0))
+    const double budget = dynamic_budget_w(s);
+    if (!(budget > 0 && sustained_matrix_peak(s, Precision::bf16) > 0))
         fail(e->path_of("idle_w"), fmt::format("{:g} W", en.idle_w),
              fmt::format("expected idle plus HBM and scale-up links at full bandwidth ({:.0f} W) below tdp_w ({:g} W), and a bf16 matrix peak",
-                         full_load_power_w(s), en.tdp_w));
-    std::optional<double> j_def = calibrated;
+                         en.tdp_w - budget, en.tdp_w));
+    // The tensor power first where it is given (or generated): the active power takes what it
+    // leaves of the TDP. Otherwise the active power's default share, and the tensors the rest.
+    const bool given_j = !tech && e->has("tensor_j_per_flop");
+    const bool given_active = !tech && e->has("active_w");
     if (tech) {
         const GeneratedChip& g = tech->chip;
-        j_def = g.power.tensor_w / g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)];
+        const double j = g.power.tensor_w / g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)];
+        e->number("tensor_j_per_flop", j, 1e-16, 1e-9);
+        en.tensor_j_per_flop = j;
+    } else if (given_j) {
+        en.tensor_j_per_flop = e->number("tensor_j_per_flop", std::nullopt, 1e-16, 1e-9);
     }
-    const bool calibrating = !tech && !e->has("tensor_j_per_flop");
-    en.tensor_j_per_flop = e->number("tensor_j_per_flop", j_def, 1e-16, 1e-9);
-    if (tech) en.tensor_j_per_flop = *j_def;
+    const double active_def = tech || given_j ? std::max(0.0, budget - tensor_power_w(s)) : kDefaultActiveShare * budget;
+    en.active_w = e->number("active_w", active_def, 0.0, 1e6);
+    if (tech) en.active_w = active_def;
+    if (!tech && !given_j) {
+        const double calibrated = tdp_calibrated_j_per_flop(s);
+        if (!(calibrated > 0))
+            fail(e->path_of("active_w"), fmt::format("{:g} W", en.active_w),
+                 fmt::format("expected below the {:.0f} W tdp_w leaves above idle, HBM and scale-up links at full bandwidth", budget));
+        en.tensor_j_per_flop = e->number("tensor_j_per_flop", calibrated, 1e-16, 1e-9);
+    }
     // A calibrated figure follows the peaks, bandwidths and TDP it came from: not recorded, so
     // a study that varies them (sweep, sensitivity, attribute) calibrates again.
-    if (calibrating) e->drop_recorded("tensor_j_per_flop");
+    if (!tech && !given_j) e->drop_recorded("tensor_j_per_flop");
+    if (!tech && !given_active) e->drop_recorded("active_w");
     if (tech) {
         const std::pair<const char*, double> generated[] = {{"tdp_w", en.tdp_w},
                                                             {"idle_w", en.idle_w},
                                                             {"hbm_j_per_bit", en.hbm_j_per_bit},
                                                             {"scale_up_j_per_bit", en.scale_up_j_per_bit},
                                                             {"scale_out_j_per_bit", en.scale_out_j_per_bit},
-                                                            {"tensor_j_per_flop", en.tensor_j_per_flop}};
+                                                            {"tensor_j_per_flop", en.tensor_j_per_flop},
+                                                            {"active_w", en.active_w}};
         for (const auto& [k, v] : generated) e->set_recorded(k, v);
     }
     // The model charges a GPU at most its full-load power: that must fit the TDP.
-    if (full_load_power_w(s) > en.tdp_w * (1.0 + 1e-9))
-        fail(e->path_of("tensor_j_per_flop"), fmt::format("{:g} J", en.tensor_j_per_flop),
-             fmt::format("at most {:.4g} J: the tensor array at its sustained bf16 peak plus idle, HBM and scale-up power ({:.0f} W) must fit tdp_w ({:g} W)",
-                         calibrated, full_load_power_w(s), en.tdp_w));
+    if (full_load_power_w(s) > en.tdp_w * (1.0 + 1e-9)) {
+        const char* field = given_j ? "tensor_j_per_flop" : "active_w";
+        const double given = given_j ? en.tensor_j_per_flop : en.active_w;
+        fail(e->path_of(field), given_j ? fmt::format("{:g} J", given) : fmt::format("{:g} W", given),
+             fmt::format("idle, active and tensor power with HBM and scale-up at full bandwidth ({:.0f} W) must fit tdp_w ({:g} W): "
+                         "active_w plus tensor_j_per_flop x the sustained bf16 peak at most {:.0f} W",
+                         full_load_power_w(s), en.tdp_w, budget));
+    }
     e->finish();
 }
 

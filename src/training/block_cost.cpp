@@ -24,8 +24,8 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
             b.recompute_s += c.fwd_s;
             b.recompute_flop += c.fwd_flop;
         }
-        const double passes_flop = c.fwd_flop + c.bwd_flop + (rerun ? c.fwd_flop : 0.0);
-        if (c.peak_flop_per_s > 0) b.work.tensor_s += passes_flop / c.peak_flop_per_s;
+        b.work.tensor_s += c.fwd_tensor_s + c.bwd_tensor_s + (rerun ? c.fwd_tensor_s : 0.0);
+        b.work.kernel_s += c.fwd_s + c.bwd_s + (rerun ? c.fwd_s : 0.0);
         b.work.hbm_bytes += c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes + (rerun ? c.fwd_bytes : 0.0);
         if (op.kind == OpKind::attention || op.kind == OpKind::batched_gemm) {
             attn_fwd_s += c.fwd_s;

@@ -494,6 +494,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         r.link.offload_s = offload.link_s;
     }
     r.work.hbm_bytes += optimizer_bytes * as_d(r.gpus);
+    r.work.kernel_s += bd.optimizer_s * as_d(r.gpus);
     nic_floor(spans, r.link, bd);
     r.step_time_s = bd.sum();
     const double tokens = as_d(t.global_batch) * as_d(m.seq_len);
