@@ -1,5 +1,6 @@
 #pragma once
 // Costs of one block of ops (a layer, the embedding, the head) for one micro-batch on one GPU.
+#include <algorithm>
 #include <array>
 
 #include "hardware/cost.hpp"
@@ -17,6 +18,7 @@ struct BlockCost {
     double saved_bytes = 0;       // activations kept for backward (no recompute)
     double core_saved_bytes = 0;  // of which dropped by selective recompute
     double input_bytes = 0;       // the block's input: all that full recompute keeps
+    double transient_bytes = 0;   // held only while the block runs (LayerOps); the largest, not summed
 
     // Adds n blocks of `o` (the blocks of a pipeline stage, of several kinds).
     // Field by field, not over a list of member pointers: the search sums stages per layout.
@@ -33,6 +35,7 @@ struct BlockCost {
         saved_bytes += n * o.saved_bytes;
         core_saved_bytes += n * o.core_saved_bytes;
         input_bytes += n * o.input_bytes;
+        transient_bytes = std::max(transient_bytes, o.transient_bytes);
         for (size_t g = 0; g < kGroups; ++g) {
             comm_link_s[g] += n * o.comm_link_s[g];
             comm_exposed_s[g] += n * o.comm_exposed_s[g];
