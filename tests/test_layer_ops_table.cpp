@@ -239,6 +239,21 @@ TEST(LayerOpsTable, ContextParallelKindsByTheClock) {
     EXPECT_NEAR(cp_time(CpKind::all_gather, 4, {4, 1, 4}, false), 3 * 104.304e-6, 1e-15);
 }
 
+// All-gather CP's memory: Llama 3 70B, tp 8, cp 2, one sequence of 8,192 tokens: each rank makes
+// K and V for 4,096 tokens x 1 K/V head x (128 + 128) x 2 bytes = 2,097,152 bytes; backward holds
+// the gathered K/V and their full-length gradients, 2 x 2 x 2,097,152 = 8,388,608 bytes more than
+// the ring, whose saved activations are the same.
+TEST(LayerOpsTable, AllGatherHoldsTheWholeKeysAndValues) {
+    const char* base = R"({"model": {"preset": "llama3-70b"}, "system": {"preset": "dgx-h100"},
+                           "parallel": {"tp": 8, "cp": 2, "sequence_parallel": true}})";
+    auto ring = testing::load(base);
+    auto gather = testing::load(base, {"parallel.cp_kind=all_gather"});
+    ASSERT_TRUE(ring.ok() && gather.ok());
+    const TrainResult r = evaluate_training({ring->model, ring->system, ring->training}, ring->parallel);
+    const TrainResult g = evaluate_training({gather->model, gather->system, gather->training}, gather->parallel);
+    EXPECT_DOUBLE_EQ(g.memory.activations_bytes - r.memory.activations_bytes, 8388608);
+}
+
 // Without sequence parallelism: the column-parallel input's gradient is all-reduced in backward
 // (overlappable with the weight-gradient GEMM), the row-parallel output all-reduced forward.
 // The head adds the vocabulary-parallel loss's all-reduce of 3 fp32 values per token

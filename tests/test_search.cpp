@@ -188,6 +188,25 @@ INSTANTIATE_TEST_SUITE_P(
 constexpr const char* kGpt3 = R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
                                   "training": {"global_batch": 4096, "precision": "bf16"}})";
 
+// Rank orders are kept only where they place some group differently. 8 GPUs on one 8-GPU node:
+// every group of every order sits in the one domain, so the space is Megatron's order alone; on
+// nodes of 2 the other orders add layouts (cp-tp-dp-pp with tp 2, cp 2 splits tp across nodes).
+TEST(Search, OrdersOnlyWhereTheyMoveAGroup) {
+    const char* one = R"({"model": {"preset": "llama2-13b", "layers": 4, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
+                          "training": {"global_batch": 4, "precision": "bf16"}})";
+    Json held = doc_of(one);
+    held["parallel"] = Json{{"order", "tp-cp-dp-pp"}};
+    const SearchResult all = run_search(doc_of(one), 8, Objective::step_time, false, 2, 4);
+    const SearchResult megatron = run_search(held, 8, Objective::step_time, false, 2, 4);
+    EXPECT_EQ(all.stats.candidates, megatron.stats.candidates);
+    Json two = doc_of(one);
+    two["system"]["scale_up"] = Json{{"domain_gpus", 2}};
+    Json two_held = two;
+    two_held["parallel"] = Json{{"order", "tp-cp-dp-pp"}};
+    EXPECT_GT(run_search(two, 8, Objective::step_time, false, 2, 4).stats.candidates,
+              run_search(two_held, 8, Objective::step_time, false, 2, 4).stats.candidates);
+}
+
 TEST(Search, ThreadCountDoesNotChangeTheAnswer) {
     const Json doc = doc_of(kGpt3);
     const SearchResult one = run_search(doc, 4096, Objective::step_time, true, 1, 20);

@@ -456,8 +456,8 @@ void check_training_layout(const Scenario& s) {
     if (p.cp > 1 && p.cp_kind == CpKind::ulysses && !ulysses_fits(m, p.tp, p.cp))
         fail("parallel.cp_kind", "\"ulysses\"",
              m.attention_kind == AttentionKind::mla
-                 ? fmt::format("model.heads ({}) divisible by tp*cp ({}): Ulysses shards the heads", m.heads, p.tp * p.cp)
-                 : fmt::format("model.heads ({}) and model.kv_heads ({}) divisible by tp*cp ({}): Ulysses shards the heads",
+                 ? fmt::format("needs model.heads ({}) divisible by tp*cp ({}): Ulysses shards the heads", m.heads, p.tp * p.cp)
+                 : fmt::format("needs model.heads ({}) and model.kv_heads ({}) divisible by tp*cp ({}): Ulysses shards the heads",
                                m.heads, m.kv_heads, p.tp * p.cp));
     if (s.training.global_batch % (p.dp * p.microbatch) != 0)
         fail("training.global_batch", std::to_string(s.training.global_batch),
