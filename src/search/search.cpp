@@ -127,8 +127,8 @@ void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& pla
         bool seen = false;
         for (size_t i = s.place_begin; i < plan.places.size() && !seen; ++i) seen = same_spans(plan.places[i].spans, spans);
         if (seen) continue;
-        const CommSpans& sp = spans;
-        plan.places.push_back({o, spans, {sp.span[idx(CommGroup::tp)], sp.span[idx(CommGroup::cp)], sp.span[idx(CommGroup::ep)]}});
+        plan.places.push_back(
+            {o, spans, {spans.span[idx(CommGroup::tp)], spans.span[idx(CommGroup::cp)], spans.span[idx(CommGroup::ep)]}});
     }
     s.place_count = plan.places.size() - s.place_begin;
 }
