@@ -175,6 +175,15 @@ bad "--set" train "$base" --set "$(printf 'a.%.0s' {1..100})b=1"
 bad "system.accelerator.memory_bytes" train "$base" --set system.accelerator.memory_bytes=-1
 bad "system.efficiency.memory_half_bytes" train "$base" --set system.efficiency.memory_half_bytes=1e300
 bad "parallel" train "$base" --set parallel.tp=1048576 --set parallel.pp=1048576 --set parallel.dp=1048576 --set parallel.cp=1048576
+# A ViT's image: whole patches, the sequence it implies, no vocabulary; no decoding to infer.
+bad "model.image.height" train "$base" --set model.preset=vit-era5 --set model.image.height=721
+bad "model.image.patch" train "$base" --set model.preset=vit-era5 --set model.image.patch=0
+bad "model.seq_len" train "$base" --set model.preset=vit-era5 --set model.seq_len=2048
+bad "model.vocab" train "$base" --set model.preset=vit-era5 --set model.vocab=320
+bad "model.vocab: got 51200" train "$base" --set model.kind=vit
+bad "model.causal" train "$base" --set model.kind=encoder
+bad "model.kind" infer "$base" --set model.preset=vit-era5
+bad "model.kind" roofline "$base" --set model.preset=vit-era5
 
 # The command line itself.
 bad "--format" train "$base" --format yaml
@@ -234,6 +243,8 @@ for m in $("$BIN" presets models --format json 2>/dev/null | grep -oE '"name": "
     good train "$base" --set model.preset="$m" --set parallel.tp=1 --set parallel.pp=1 --set parallel.vp=1 \
         --set training.global_batch=1 --format json
 done
+WANT='"kind": "vit"' good resolve "$base" --set model.preset=vit-era5
+good train "$base" --set model.kind=encoder --set model.causal=false --format json
 good infer "$H/valid-tiny.json" --format json
 good infer "$H/valid-huge.json" --format json
 

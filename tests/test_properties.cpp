@@ -151,6 +151,28 @@ TEST(Properties, BubbleFractionAndNonNegativeParts) {
     });
 }
 
+// Energy (docs/CALIBRATION.md, "Energy and cost"): every part finite and non-negative, the total
+// positive, and a GPU's average power over the step never above its TDP: the model charges each
+// op at most the full-load power (idle, tensor array at its sustained peak, HBM and scale-up links
+// at full bandwidth), which every preset's figures fit within its TDP.
+TEST(Properties, EnergyPositiveAndPowerWithinTdp) {
+    for_each_case([](const Json& doc) {
+        const Scenario s = build(doc);
+        const TrainResult r = run(s);
+        const Energy& e = r.energy;
+        for (double part : {e.compute_j, e.hbm_j, e.scale_up_j, e.scale_out_j, e.idle_j}) {
+            EXPECT_TRUE(std::isfinite(part));
+            EXPECT_GE(part, 0);
+        }
+        EXPECT_GT(e.total_j(), 0);
+        EXPECT_GT(e.compute_j, 0);
+        const double power = e.gpu_j() / (r.step_time_s * static_cast<double>(r.gpus));
+        EXPECT_LE(power, s.system.energy.tdp_w * (1 + kTol)) << "compute " << e.compute_j << " hbm " << e.hbm_j << " up "
+                                                             << e.scale_up_j << " idle " << e.idle_j;
+        EXPECT_GE(power, s.system.energy.idle_w * (1 - kTol));
+    });
+}
+
 // Model states per GPU follow the ZeRO stage (dense layouts and ep = 1, where every parameter
 // has dp x cp replicas): bf16 weights, fp32 gradients (2x the weights' bytes), 12-byte Adam
 // state (6x), each divided by dp x cp from the stage that partitions it. MoE layouts with ep > 1:

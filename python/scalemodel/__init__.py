@@ -148,7 +148,9 @@ def train(scenario: Scenario = None, overrides: Overrides = None, *, ops: bool =
     layer, head) its "ops" (name, kind, fwd_flop, fwd_bytes, fwd_s, ...) and "comms" tables.
     Returns the result keys of SPEC.md: step_time_s, tokens_per_s, tokens_per_s_per_gpu, mfu,
     breakdown {compute_s, bubble_s, tp_comm_exposed_s, ...}, memory {weights_bytes, ...,
-    peak_bytes_per_gpu}, fits_in_memory, parallel, ..., "stages" (one row per pipeline GPU) and
+    peak_bytes_per_gpu}, fits_in_memory, parallel, ..., the energy and cost keys when the system
+    has the figures (energy_per_step_j, energy_per_token_j, tokens_per_j, power_per_gpu_w,
+    energy {compute_j, ...}, cost_per_step_usd, ...), "stages" (one row per pipeline GPU) and
     "overrides". Raises InputError on bad input.
     """
     if scenario is None:
@@ -207,8 +209,8 @@ def search(scenario: Scenario, gpus: Union[int, str, Sequence[int], None] = None
     """The best parallel layouts (``scalemodel search``); fields given in `parallel` are held fixed.
 
     gpus: a count (1024), a list ([256, 512]) or a range ("256:16384:x2") for a scaling curve.
-    objective: "step_time", "tokens_per_s_per_gpu" or "mfu". tokens: a token budget (also reports
-    training days). Returns evaluated, feasible, elapsed_s, evaluations_per_s, ... and "results"
+    objective: "step_time", "tokens_per_s_per_gpu", "mfu", "energy" or "cost". tokens: a token budget
+    (also reports training days, and training_energy_j / training_cost_usd with the figures). Returns evaluated, feasible, elapsed_s, evaluations_per_s, ... and "results"
     (one row per layout: parallel.*, step_time_s, mfu, memory.*, ...; best first).
     """
     extra: list[str] = ["--no-progress", "--top", str(top), "--objective", objective]

@@ -35,9 +35,13 @@ Runner add_presets(CLI::App& app, const Io& io) {
                 entry["params"] = params;
                 list.push_back(entry);
                 text += fmt::format("{:<16} {:>8.1f}B {:>7} {:>7} {:>6} {:>5} {:>8} {:>7}  {}{}\n", name, params / 1e9,
-                                    m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, m->seq_len,
+                                    m->layers, m->hidden, m->heads, m->kv_heads,
+                                    m->kind == ModelKind::vit ? std::string("-") : std::to_string(m->vocab), m->seq_len,
                                     to_string(m->ffn_act),
-                                    m->moe.enabled() ? fmt::format(", {} experts top-{}", m->moe.experts, m->moe.top_k) : "");
+                                    m->moe.enabled() ? fmt::format(", {} experts top-{}", m->moe.experts, m->moe.top_k)
+                                    : m->kind == ModelKind::vit
+                                        ? fmt::format(", vit {}x{} patch {}", m->image.height, m->image.width, m->image.patch)
+                                        : "");
             }
             out["models"] = list;
         }

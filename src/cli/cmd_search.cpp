@@ -39,6 +39,8 @@ std::string score_text(Objective o, double score) {
         case Objective::step_time: return "step " + seconds(score);
         case Objective::tokens_per_s_per_gpu: return fmt::format("{:.1f} tokens/s/GPU", -score);
         case Objective::mfu: return fmt::format("MFU {:.1f}%", -100 * score);
+        case Objective::energy: return fmt::format("{:.4g} MJ per step", score / 1e6);
+        case Objective::cost: return fmt::format("${:.4g} per step", score);
     }
     return "";
 }
@@ -69,7 +71,13 @@ Scenario with_layout(const Scenario& s, const ParallelConfig& p) {
 
 Json hit_json(const Scenario& s, const SearchHit& h, double tokens) {
     Json j = train_json(with_layout(s, h.layout), h.result);
-    if (tokens > 0) j["training_days"] = tokens / h.result.tokens_per_s / 86400.0;
+    if (tokens > 0) {
+        j["training_days"] = tokens / h.result.tokens_per_s / 86400.0;
+        // The run's energy and cost: the token budget at the step's rates.
+        if (j.contains("energy_per_token_j")) j["training_energy_j"] = tokens * j["energy_per_token_j"].get<double>();
+        if (j.contains("cost_per_million_tokens_usd"))
+            j["training_cost_usd"] = tokens / 1e6 * j["cost_per_million_tokens_usd"].get<double>();
+    }
     return j;
 }
 
@@ -164,7 +172,7 @@ Runner add_search(CLI::App& app, const Io& io) {
     cmd->add_option("--top", o->top, "results to keep")->check(CLI::Range(size_t{1}, size_t{10000}));
     cmd->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::Range(1u, 1024u));
     cmd->add_option("--objective", o->objective, "what 'best' means")
-        ->check(CLI::IsMember({"step_time", "tokens_per_s_per_gpu", "mfu"}));
+        ->check(CLI::IsMember({"step_time", "tokens_per_s_per_gpu", "mfu", "energy", "cost"}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     cmd->add_option("--tokens", o->tokens, "token budget: also report training days (e.g. 300e9)")
         ->check(CLI::Range(1.0, 1e18));
@@ -178,6 +186,10 @@ Runner add_search(CLI::App& app, const Io& io) {
         if (!loaded) return bad_input(io, loaded.error());
         const Scenario& s = *loaded;
         if (auto missing = missing_training_workload(s)) return bad_input(io, *missing);
+        if (o->objective == "energy" && !s.system.energy.known())
+            return bad_input(io, {"--objective", "energy", "a system with energy figures (system.energy; docs/PRESET_SCHEMA.md)"});
+        if (o->objective == "cost" && !(s.system.price_per_gpu_hour > 0))
+            return bad_input(io, {"--objective", "cost", "a system with a price (system.price_per_gpu_hour > 0)"});
         const std::set<std::string>& given = s.parallel_given;
 
         std::vector<int64_t> counts;

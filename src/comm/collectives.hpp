@@ -18,9 +18,24 @@ struct GroupSpan {
     bool operator==(const GroupSpan&) const = default;
 };
 
+// One collective on one GPU: its time and the bytes it sends over each level (what the energy
+// model charges per bit; the time's bandwidth terms are these bytes over the levels' bandwidth).
+struct CollectiveCost {
+    double time_s = 0;
+    double scale_up_bytes = 0, scale_out_bytes = 0;
+    CollectiveCost& operator+=(const CollectiveCost& o) {
+        time_s += o.time_s;
+        scale_up_bytes += o.scale_up_bytes;
+        scale_out_bytes += o.scale_out_bytes;
+        return *this;
+    }
+};
+
 // Time of one collective on a single level of `n` GPUs.
 double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link);
 // Time of one collective over a group placed as `g`.
 double collective_time_s(Collective c, double bytes, const GroupSpan& g, const SystemSpec& sys);
+// The same with the bytes each GPU sends on each level.
+CollectiveCost collective_cost(Collective c, double bytes, const GroupSpan& g, const SystemSpec& sys);
 
 }  // namespace sm

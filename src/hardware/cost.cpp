@@ -135,6 +135,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
             c.dgrad_bytes = gemm_bytes(dgrad, a, b, out);
             c.wgrad_bytes = gemm_bytes(wgrad, a, a, grad_out);
+            if (!op.input_grad) {  // the input is data: the weight gradient only (its cast stays)
+                c.dgrad_s = c.dgrad_flop = c.dgrad_bytes = 0;
+                c.bwd_flop = c.wgrad_flop;
+            }
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
                 const double fwd_cast = cast_bytes_fwd(g, ctx);
                 const double kernels = quantisation(ctx).amax_pass ? 2.0 : 1.0;  // amax reduction, then cast

@@ -65,6 +65,18 @@ struct HostMemory {
     double memory_bw_bytes_per_s = 0;
 };
 
+// Energy figures of one GPU (system.energy; the model and sources in docs/CALIBRATION.md,
+// "Energy and cost"). tdp_w 0: the system has none and results carry no energy keys.
+struct EnergySpec {
+    double tdp_w = 0;               // the GPU's board power limit
+    double idle_w = 0;              // drawn whenever powered, busy or not (leakage, clocks, fans of the board)
+    double tensor_j_per_flop = 0;   // one dense bf16 tensor FLOP with its on-chip operand delivery
+    double hbm_j_per_bit = 0;       // per bit read or written
+    double scale_up_j_per_bit = 0;  // per bit, at each end of a scale-up link (inside the TDP)
+    double scale_out_j_per_bit = 0; // per bit, at each end of a NIC link (the NIC is outside the TDP)
+    [[nodiscard]] bool known() const { return tdp_w > 0; }
+};
+
 struct SystemSpec {
     std::string name;
     Accelerator accel;
@@ -76,6 +88,8 @@ struct SystemSpec {
     LinkLevel scale_out;
     HostMemory host_memory;
     Efficiency eff;
+    EnergySpec energy;
+    double price_per_gpu_hour = 0;  // USD; 0: unknown, results carry no cost keys
 
     [[nodiscard]] int64_t used_per_domain() const {
         return gpus_used_per_domain > 0 && gpus_used_per_domain < scale_up_domain ? gpus_used_per_domain : scale_up_domain;

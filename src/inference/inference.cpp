@@ -38,12 +38,16 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
         c.compute_s += oc.fwd_s;
         c.flop += oc.fwd_flop;
         c.hbm_bytes += oc.fwd_bytes;
+        if (oc.peak_flop_per_s > 0) c.tensor_s += oc.fwd_flop / oc.peak_flop_per_s;
     }
     for (const CommOp& op : ops.comms) {
         if (op.pass != Pass::fwd) continue;
         const GroupSpan& g = spans.span[idx(op.group)];
         if (g.size <= 1) continue;
-        const double t = (collective_time_s(op.kind, op.bytes, g, sys) + sys.eff.host_collective_overhead_s) * op.count;
+        const CollectiveCost k = collective_cost(op.kind, op.bytes, g, sys);
+        c.scale_up_bytes += k.scale_up_bytes * op.count;
+        c.scale_out_bytes += k.scale_out_bytes * op.count;
+        const double t = (k.time_s + sys.eff.host_collective_overhead_s) * op.count;
         if (op.group == CommGroup::ep)
             c.ep_comm_s += t;
         else
@@ -85,15 +89,20 @@ PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const Laye
     if (tp.size > 1) {
         // Sampling needs the whole vocabulary row: the vocabulary-parallel logits are gathered.
         const double logits = head.batch * head.q_len * as_d(m.vocab) * head.act_bytes;
-        total.tp_comm_s += collective_time_s(Collective::all_gather, logits, tp, sys) + sys.eff.host_collective_overhead_s;
+        const CollectiveCost k = collective_cost(Collective::all_gather, logits, tp, sys);
+        total.tp_comm_s += k.time_s + sys.eff.host_collective_overhead_s;
+        total.scale_up_bytes += k.scale_up_bytes;
+        total.scale_out_bytes += k.scale_out_bytes;
     }
     total.host_s += layers * sys.eff.host_layer_overhead_s;
     if (p.pp > 1) {
         // Each stage hands its output activation to the next: pp-1 hops for one batch.
         const double bytes = layer.batch * layer.q_len * as_d(m.hidden) * layer.act_bytes;
-        const double hop = collective_time_s(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys) +
-                           sys.eff.host_collective_overhead_s;
+        const CollectiveCost k = collective_cost(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys);
+        const double hop = k.time_s + sys.eff.host_collective_overhead_s;
         total.pp_comm_s += (as_d(p.pp) - 1.0) * hop;
+        total.scale_up_bytes += (as_d(p.pp) - 1.0) * k.scale_up_bytes;
+        total.scale_out_bytes += (as_d(p.pp) - 1.0) * k.scale_out_bytes;
     }
     return total;
 }
@@ -163,6 +172,9 @@ PassCost& PassCost::operator+=(const PassCost& o) {
     host_s += o.host_s;
     flop += o.flop;
     hbm_bytes += o.hbm_bytes;
+    tensor_s += o.tensor_s;
+    scale_up_bytes += o.scale_up_bytes;
+    scale_out_bytes += o.scale_out_bytes;
     return *this;
 }
 
@@ -175,6 +187,9 @@ PassCost PassCost::scaled(double k) const {
     r.host_s *= k;
     r.flop *= k;
     r.hbm_bytes *= k;
+    r.tensor_s *= k;
+    r.scale_up_bytes *= k;
+    r.scale_out_bytes *= k;
     return r;
 }
 
@@ -325,6 +340,13 @@ InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p) {
     r.memory = inference_memory(c, p, s.batch);
     r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes;
     r.max_batch_fits = max_batch_that_fits(c, p);
+    if (c.system.energy.known()) {
+        PassCost all = r.prefill;
+        all += r.decode;
+        // Per GPU of each stage, summed over the stages: the tp GPUs of a stage do alike.
+        const Work w{all.tensor_s, all.hbm_bytes, all.scale_up_bytes, all.scale_out_bytes};
+        r.energy = energy_of(c.system, Work{}.add(w, as_d(p.tp)), r.e2e_latency_s, as_d(p.tp * p.pp));
+    }
     return r;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hardware/cost.hpp"
+#include "hardware/energy.hpp"
 #include "inference/inference_spec.hpp"
 #include "model/model_spec.hpp"
 #include "parallel/placement.hpp"
@@ -29,6 +30,9 @@ struct PassCost {
     double host_s = 0;      // framework dispatch not hidden behind the GPU (Efficiency::host_*)
     double flop = 0;        // executed, all GPUs of one replica
     double hbm_bytes = 0;   // HBM traffic of one GPU of each stage, summed over stages
+    // The rest of what the energy model charges, likewise per GPU of each stage: tensor-array
+    // seconds at the sustained peak (Work::tensor_s) and bytes sent over each network level.
+    double tensor_s = 0, scale_up_bytes = 0, scale_out_bytes = 0;
     [[nodiscard]] double total_s() const { return compute_s + tp_comm_s + pp_comm_s + ep_comm_s + host_s; }
     PassCost& operator+=(const PassCost& o);
     [[nodiscard]] PassCost scaled(double k) const;
@@ -56,6 +60,9 @@ struct InferResult {
     PassCost decode_first;           // the first and last decode steps, for the growth of the cache
     PassCost decode_last;
     InferMemory memory;
+    // One replica (tp x pp GPUs) serving its batch from the prompt to the last token (zero when
+    // the system has no energy figures).
+    Energy energy;
 };
 
 // Inference-time layer shapes: prefill (q = kv = input_len, causal) and one decode step.

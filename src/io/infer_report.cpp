@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "io/csv.hpp"
+#include "io/energy_report.hpp"
 #include "io/provenance.hpp"
 
 namespace sm {
@@ -40,10 +41,21 @@ Json memory_json(const Scenario& s, const InferMemory& m) {
                 {"overhead_bytes", m.overhead_bytes}};
 }
 
+namespace {
+
+// One replica's batch: its tp x pp GPUs from the prompt to the last token.
+EnergyScope infer_energy_scope(const Scenario& s, const InferResult& r) {
+    const auto& p = s.parallel;
+    const double batch = static_cast<double>(s.inference.batch);
+    return {r.energy, r.e2e_latency_s, static_cast<double>(p.tp * p.pp), batch * static_cast<double>(s.inference.output_len), batch};
+}
+
+}  // namespace
+
 Json infer_json(const Scenario& s, const InferResult& r) {
     const InferenceSpec& i = s.inference;
     const InferMemory& m = r.memory;
-    return Json{
+    Json j{
         {"model", s.model.name},
         {"system", s.system.name},
         {"parallel", parallel_json(s.parallel)},
@@ -66,6 +78,8 @@ Json infer_json(const Scenario& s, const InferResult& r) {
           {"first_step_s", r.decode_first.total_s()},
           {"last_step_s", r.decode_last.total_s()}}},
     };
+    add_energy_keys(j, s.system, infer_energy_scope(s, r), true);
+    return j;
 }
 
 std::string infer_text(const Scenario& s, const InferResult& r) {
@@ -100,6 +114,7 @@ std::string infer_text(const Scenario& s, const InferResult& r) {
     o += fmt::format("  {:<22} {:>12}   of {} -> {}\n", "peak", gib(m.peak_bytes_per_gpu), gib(s.system.accel.memory_bytes),
                      r.fits_in_memory ? "fits" : "DOES NOT FIT");
     o += fmt::format("  {:<22} {:>12}\n", "largest batch that fits", r.max_batch_fits);
+    o += energy_text(s.system, infer_energy_scope(s, r), true);
     return o;
 }
 

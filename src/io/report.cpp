@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "io/csv.hpp"
+#include "io/energy_report.hpp"
 #include "io/provenance.hpp"
 
 namespace sm {
@@ -116,10 +117,14 @@ std::string stages_text(const ParallelConfig& p, const std::vector<StageReport>&
     return o;
 }
 
+EnergyScope train_energy_scope(const Scenario& s, const TrainResult& r) {
+    return {r.energy, r.step_time_s, static_cast<double>(r.gpus), r.tokens_per_s * r.step_time_s, 0.0};
+}
+
 Json train_json(const Scenario& s, const TrainResult& r) {
     const TrainMemory& m = r.memory;
     const TrainBreakdown& b = r.breakdown;
-    return Json{
+    Json j{
         {"model", s.model.name},
         {"system", s.system.name},
         {"parallel", parallel_json(s.parallel)},
@@ -159,6 +164,8 @@ Json train_json(const Scenario& s, const TrainResult& r) {
         {"slowest_stage", r.slowest_stage},
         {"peak_stage", r.peak_stage},
     };
+    add_energy_keys(j, s.system, train_energy_scope(s, r), false);
+    return j;
 }
 
 std::string train_text(const Scenario& s, const TrainResult& r) {
@@ -206,6 +213,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
                          to_string(p.offload), gib(s.system.host_memory.capacity_bytes));
     o += fmt::format("  {:<24} {:>12}   of {} -> {}\n", "peak", gib(m.peak_bytes_per_gpu), gib(s.system.accel.memory_bytes),
                      r.fits_in_memory ? "fits" : "DOES NOT FIT");
+    o += energy_text(s.system, train_energy_scope(s, r), false);
     return o;
 }
 

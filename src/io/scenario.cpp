@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "hardware/energy.hpp"
 #include "io/embedded.hpp"
 #include "io/provenance.hpp"
 #include "io/technology_reader.hpp"
@@ -97,6 +98,30 @@ Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets,
     return merged;
 }
 
+constexpr int64_t kMaxSeqLen = int64_t{1} << 27;
+
+// model.image: the grid a ViT cuts into patch x patch tokens. Each side must be a whole number
+// of patches (a grid that is not is cropped first, as FourCastNet crops ERA5's 721 latitudes).
+ImageSpec read_image(ObjectReader& r) {
+    auto c = r.child("image");
+    if (!c) fail(r.path_of("image"), "nothing", "required with model.kind \"vit\": {height, width, patch, in_channels[, out_channels]}");
+    ImageSpec im;
+    im.height = c->integer("height", std::nullopt, 1, int64_t{1} << 20);
+    im.width = c->integer("width", std::nullopt, 1, int64_t{1} << 20);
+    im.patch = c->integer("patch", std::nullopt, 1, 4096);
+    im.in_channels = c->integer("in_channels", std::nullopt, 1, 65536);
+    im.out_channels = c->integer("out_channels", im.in_channels, 1, 65536);
+    c->finish();
+    for (const auto& [key, side] : {std::pair{"height", im.height}, std::pair{"width", im.width}})
+        if (side % im.patch != 0)
+            fail(c->path_of(key), std::to_string(side),
+                 fmt::format("a multiple of model.image.patch ({}); crop the grid first (FourCastNet crops ERA5's 721 latitudes to 720)", im.patch));
+    if (im.tokens() > kMaxSeqLen)
+        fail(r.path_of("image"), fmt::format("{} tokens ({} x {} patches)", im.tokens(), im.height / im.patch, im.width / im.patch),
+             fmt::format("at most {} tokens (model.seq_len's bound)", kMaxSeqLen));
+    return im;
+}
+
 ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
     r.record_into(sink);
@@ -104,14 +129,28 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     m.name = r.text("name", "custom");
     r.ignore("description");
     r.ignore("sources");
+    const std::string kind = r.choice("kind", "decoder", {"decoder", "encoder", "vit"});
+    m.kind = kind == "vit" ? ModelKind::vit : kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
     m.layers = r.integer("layers", std::nullopt, 1, 100000);
     m.hidden = r.integer("hidden", std::nullopt, 1, int64_t{1} << 20);
     m.heads = r.integer("heads", std::nullopt, 1, int64_t{1} << 16);
     m.kv_heads = r.integer("kv_heads", m.heads, 1, int64_t{1} << 16);
     m.ffn_hidden = r.integer("ffn_hidden", 4 * m.hidden, 1, int64_t{1} << 22);
     m.ffn_act = *parse_ffn_act(r.choice("ffn_act", "gelu", ffn_act_names()));
-    m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
-    m.seq_len = r.integer("seq_len", std::nullopt, 1, int64_t{1} << 27);
+    if (m.kind == ModelKind::vit) {
+        if (r.has("vocab"))
+            fail(r.path_of("vocab"), show(j.at("vocab")), "none with model.kind \"vit\": a ViT has no vocabulary (model.image sets its patch projections)");
+        m.image = read_image(r);
+        m.seq_len = r.integer("seq_len", m.image.tokens(), 1, kMaxSeqLen);
+        if (m.seq_len != m.image.tokens())
+            fail(r.path_of("seq_len"), std::to_string(m.seq_len),
+                 fmt::format("the image's {} tokens: (height {} / patch {}) x (width {} / patch {}), or left out", m.image.tokens(),
+                             m.image.height, m.image.patch, m.image.width, m.image.patch));
+    } else {
+        if (r.has("image")) fail(r.path_of("image"), show(j.at("image")), "only with model.kind \"vit\"");
+        m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
+        m.seq_len = r.integer("seq_len", std::nullopt, 1, kMaxSeqLen);
+    }
     if (auto moe = r.child("moe")) {
         m.moe.experts = moe->integer("experts", std::nullopt, 1, 65536);
         m.moe.top_k = moe->integer("top_k", std::nullopt, 1, m.moe.experts);
@@ -126,11 +165,19 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
     m.bias = r.boolean("bias", true);
-    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi"});
-    m.position = pos == "rope" ? PositionKind::rope : pos == "alibi" ? PositionKind::alibi : PositionKind::learned;
+    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi", "sincos"});
+    m.position = pos == "rope"    ? PositionKind::rope
+                 : pos == "alibi"  ? PositionKind::alibi
+                 : pos == "sincos" ? PositionKind::sincos
+                                   : PositionKind::learned;
     m.tied_embeddings = r.boolean("tied_embeddings", false);
+    if (m.kind == ModelKind::vit && m.tied_embeddings)
+        fail(r.path_of("tied_embeddings"), "true", "false with model.kind \"vit\": its patch embedding and regression head have different shapes");
     m.dropout = r.boolean("dropout", false);
-    m.causal = r.boolean("causal", true);
+    // Decoders mask the future; encoders and ViTs attend both ways (a decoder may too: causal false).
+    m.causal = r.boolean("causal", m.kind == ModelKind::decoder);
+    if (m.kind != ModelKind::decoder && m.causal)
+        fail(r.path_of("causal"), "true", fmt::format("false with model.kind \"{}\" (bidirectional attention); causal attention is model.kind \"decoder\"", kind));
     m.attention = r.choice("attention", "fused", {"fused", "unfused"}) == "unfused" ? AttentionImpl::unfused : AttentionImpl::fused;
     m.attention_kind = r.choice("attention_kind", "mha", {"mha", "mla"}) == "mla" ? AttentionKind::mla : AttentionKind::mha;
     auto mla = r.child("mla");
@@ -170,6 +217,7 @@ LinkLevel read_link(ObjectReader& r, std::optional<double> generated) {
 
 struct HbmMemory {
     double bytes = 0, bw_bytes_per_s = 0;
+    double j_per_bit = 0;  // the generation's, the default of system.energy.hbm_j_per_bit
 };
 
 // `accelerator.hbm`: {generation, stacks[, stack_bw_bytes_per_s, stack_bytes]}, the memory as
@@ -180,7 +228,68 @@ std::optional<HbmMemory> read_hbm(ObjectReader& a) {
     const HbmStack stack = read_hbm_stack(*h, std::nullopt);
     const auto stacks = static_cast<double>(h->integer("stacks", std::nullopt, 1, 32));
     h->finish();
-    return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s};
+    return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s, stack.entry.at("j_per_bit").get<double>()};
+}
+
+// system.energy (docs/CALIBRATION.md, "Energy and cost"), read after the peaks, bandwidths and
+// efficiencies it is calibrated against. Absent: the system has no energy figures. With
+// system.technology every figure is the generated chip's, replacing any given (as for the peaks).
+void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyReading>& tech, std::optional<double> hbm_j_per_bit) {
+    std::optional<ObjectReader> e = tech ? r.child_or_empty("energy") : r.child("energy");
+    if (!e) return;
+    EnergySpec& en = s.energy;
+    std::optional<double> tdp, idle, up, out;
+    if (tech) {
+        const TechnologySpec& t = tech->spec;
+        tdp = t.tdp_w;
+        idle = tech->chip.power.static_w;
+        hbm_j_per_bit = t.hbm.j_per_bit;
+        up = t.scale_up_serdes.j_per_bit;
+        out = t.scale_out_serdes.j_per_bit;
+    }
+    en.tdp_w = e->number("tdp_w", tdp, 1.0, 1e6);
+    en.idle_w = e->number("idle_w", idle, 0.0, 1e6);
+    en.hbm_j_per_bit = e->number("hbm_j_per_bit", hbm_j_per_bit, 0.0, 1e-9);
+    en.scale_up_j_per_bit = e->number("scale_up_j_per_bit", up, 0.0, 1e-9);
+    en.scale_out_j_per_bit = e->number("scale_out_j_per_bit", out, 0.0, 1e-9);
+    if (tech) {  // generated: the technology's figures replace any given
+        en.tdp_w = *tdp;
+        en.idle_w = *idle;
+        en.hbm_j_per_bit = *hbm_j_per_bit;
+        en.scale_up_j_per_bit = *up;
+        en.scale_out_j_per_bit = *out;
+    }
+    const double calibrated = tdp_calibrated_j_per_flop(s);
+    if (!(calibrated > 0))
+        fail(e->path_of("idle_w"), fmt::format("{:g} W", en.idle_w),
+             fmt::format("expected idle plus HBM and scale-up links at full bandwidth ({:.0f} W) below tdp_w ({:g} W), and a bf16 matrix peak",
+                         full_load_power_w(s), en.tdp_w));
+    std::optional<double> j_def = calibrated;
+    if (tech) {
+        const GeneratedChip& g = tech->chip;
+        j_def = g.power.tensor_w / g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)];
+    }
+    const bool calibrating = !tech && !e->has("tensor_j_per_flop");
+    en.tensor_j_per_flop = e->number("tensor_j_per_flop", j_def, 1e-16, 1e-9);
+    if (tech) en.tensor_j_per_flop = *j_def;
+    // A calibrated figure follows the peaks, bandwidths and TDP it came from: not recorded, so
+    // a study that varies them (sweep, sensitivity, attribute) calibrates again.
+    if (calibrating) e->drop_recorded("tensor_j_per_flop");
+    if (tech) {
+        const std::pair<const char*, double> generated[] = {{"tdp_w", en.tdp_w},
+                                                            {"idle_w", en.idle_w},
+                                                            {"hbm_j_per_bit", en.hbm_j_per_bit},
+                                                            {"scale_up_j_per_bit", en.scale_up_j_per_bit},
+                                                            {"scale_out_j_per_bit", en.scale_out_j_per_bit},
+                                                            {"tensor_j_per_flop", en.tensor_j_per_flop}};
+        for (const auto& [k, v] : generated) e->set_recorded(k, v);
+    }
+    // The model charges a GPU at most its full-load power: that must fit the TDP.
+    if (full_load_power_w(s) > en.tdp_w * (1.0 + 1e-9))
+        fail(e->path_of("tensor_j_per_flop"), fmt::format("{:g} J", en.tensor_j_per_flop),
+             fmt::format("at most {:.4g} J: the tensor array at its sustained bf16 peak plus idle, HBM and scale-up power ({:.0f} W) must fit tdp_w ({:g} W)",
+                         calibrated, full_load_power_w(s), en.tdp_w));
+    e->finish();
 }
 
 SystemSpec read_system(const Json& j, const std::string& path, Json* sink = nullptr) {
@@ -193,6 +302,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     // A technology description generates the accelerator and the link bandwidths: they replace
     // the figures (a preset's included), and resolve shows what was generated.
     const std::optional<TechnologyReading> tech = read_technology(r);
+    std::optional<double> hbm_j_per_bit;  // the default energy per bit when the memory is HBM stacks
     {
         std::optional<ObjectReader> a = tech ? r.child_or_empty("accelerator") : r.child("accelerator");
         if (!a) fail(path + ".accelerator", "nothing", "required: an object with the GPU's peaks and memory (or system.technology)");
@@ -211,6 +321,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         if (tech && a->has("hbm"))
             fail(a->path_of("hbm"), "HBM stacks beside system.technology", "the technology's own hbm {generation, stacks}");
         const std::optional<HbmMemory> hbm = read_hbm(*a);
+        if (hbm) hbm_j_per_bit = hbm->j_per_bit;
         const bool derived = hbm || tech;
         s.accel.memory_bytes = a->number("memory_bytes", derived ? std::optional(0.0) : none, derived ? 0.0 : 1.0, 1e15);
         s.accel.memory_bw_bytes_per_s =
@@ -286,6 +397,8 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     }
     s.scale_up.efficiency = s.eff.scale_up;
     s.scale_out.efficiency = s.eff.scale_out;
+    read_energy(r, s, tech, hbm_j_per_bit);
+    s.price_per_gpu_hour = r.number("price_per_gpu_hour", 0.0, 0.0, 1e6);
     r.finish();
     return s;
 }
@@ -482,6 +595,11 @@ void check_inference_layout(const Scenario& s) {
     const ParallelConfig& p = s.parallel;
     if (p.tp * p.pp * p.dp > kMaxGpus)
         fail("parallel", fmt::format("tp*pp*dp = {}", static_cast<double>(p.tp) * p.pp * p.dp), fmt::format("at most {} GPUs", kMaxGpus));
+    // Inference is prefill then decode against a KV cache: a decoder's. An encoder or a ViT runs
+    // one forward pass with nothing to decode (its forward is part of what `train` times).
+    if (m.kind != ModelKind::decoder)
+        fail("model.kind", fmt::format("\"{}\"", to_string(m.kind)),
+             "\"decoder\": infer, serve and roofline model autoregressive decoding; an encoder or ViT has none (time its training with `train`)");
     check_tensor_parallel(m, p);
     require_divides(p.pp, m.layers, "parallel.pp", "model.layers");
     // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one

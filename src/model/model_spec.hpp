@@ -17,7 +17,9 @@ std::string_view to_string(FfnAct a);
 std::optional<FfnAct> parse_ffn_act(std::string_view s);
 std::vector<std::string> ffn_act_names();
 enum class NormKind { layernorm, rmsnorm };
-enum class PositionKind { learned, rope, alibi };
+// learned: a trained table, one row per position; sincos: fixed sinusoids (Vaswani et al. 2017;
+// 2D for a ViT, MAE's get_2d_sincos_pos_embed), added like a table but with no parameters.
+enum class PositionKind { learned, rope, alibi, sincos };
 enum class AttentionImpl { fused, unfused };
 // Multi-head attention (GQA/MQA through kv_heads) or DeepSeek's multi-head latent attention.
 enum class AttentionKind { mha, mla };
@@ -73,17 +75,36 @@ enum class LayerKind { dense, moe };
 inline constexpr size_t kLayerKinds = 2;
 inline size_t idx(LayerKind k) { return static_cast<size_t>(k); }
 
+// The model family: what surrounds the blocks and how attention masks.
+// decoder: token lookup, causal attention, LM head and softmax cross-entropy (GPT, Llama).
+// encoder: the same ends with bidirectional attention (BERT-style masked LM over every token).
+// vit: a patch-embedding GEMM in, bidirectional attention, a head regressing each patch's
+// output channels with an L2 loss: no vocabulary (Dosovitskiy et al. 2021; FourCastNet).
+enum class ModelKind { decoder, encoder, vit };
+std::string_view to_string(ModelKind k);
+
+// A ViT's input: an image (or a lat-lon grid) of height x width pixels cut into patch x patch
+// tiles, each a token; in_channels per pixel in, out_channels regressed per pixel out.
+struct ImageSpec {
+    int64_t height = 0, width = 0, patch = 0, in_channels = 0, out_channels = 0;
+    [[nodiscard]] int64_t tokens() const { return (height / patch) * (width / patch); }
+    [[nodiscard]] int64_t patch_in() const { return patch * patch * in_channels; }    // patch-embedding GEMM's k
+    [[nodiscard]] int64_t patch_out() const { return patch * patch * out_channels; }  // head GEMM's n
+};
+
 // A transformer as its authors describe it; nothing here depends on the parallel layout.
 struct ModelSpec {
     std::string name;
+    ModelKind kind = ModelKind::decoder;
+    ImageSpec image;  // vit only
     int64_t layers = 0;
     int64_t hidden = 0;
     int64_t heads = 0;
     int64_t kv_heads = 0;
     int64_t ffn_hidden = 0;
     FfnAct ffn_act = FfnAct::gelu;
-    int64_t vocab = 0;
-    int64_t seq_len = 0;
+    int64_t vocab = 0;  // 0 for a vit
+    int64_t seq_len = 0;  // a vit's: image.tokens()
     MoeSpec moe;
     NormKind norm = NormKind::layernorm;
     bool bias = true;
@@ -130,8 +151,8 @@ struct LayerParams {
 struct ParamCount {
     std::array<LayerParams, kLayerKinds> layer{};  // one block of each kind
     std::array<int64_t, kLayerKinds> layers{};     // how many blocks of each kind the model has
-    double embedding = 0;                          // token (+ learned position) embedding
-    double lm_head = 0;                            // output projection (0 when tied)
+    double embedding = 0;                          // token or patch (+ learned position) embedding
+    double lm_head = 0;                            // output projection (0 when tied; a vit's regression head)
     double final_norm = 0;
     bool frozen_base = false;                      // LoRA: embedding, head and norms not trained
     [[nodiscard]] double blocks(double LayerParams::*field) const {

@@ -30,6 +30,7 @@ constexpr double kSquaredReluFlop = 2;  // max(x, 0) and the square (Nemotron-4:
 constexpr double kGegluFlop = kGeluFlop + 1;  // GELU of the gate half and the gate product
 constexpr double kRopeFlop = 3;
 constexpr double kCrossEntropyFlop = 6;
+constexpr double kMseFlop = 3;  // subtract, square, accumulate
 
 Op elementwise_op(std::string_view name, double bytes, double saved_bytes, double bwd_factor = 2.0, double flop = 0) {
     Op op;
@@ -420,13 +421,55 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     return out;
 }
 
+namespace {
+
+// Positions added to the embedded tokens: a learned table or fixed sinusoids are read (the
+// output read and rewritten); RoPE and ALiBi act inside attention instead.
+bool position_added(const ModelSpec& m) { return m.position == PositionKind::learned || m.position == PositionKind::sincos; }
+
+// A ViT's patch embedding: each token's patch x patch x in_channels pixels times a
+// [patch_in, h] matrix, a GEMM over every token (FourCastNet's PatchEmbed, a strided
+// convolution). Split like the vocabulary-parallel embedding: each tensor-parallel rank holds
+// patch_in/tp rows and the partial sums are reduced; the pixels need no gradient.
+void patch_embedding(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    const double k = static_cast<double>(m.image.patch_in()) / static_cast<double>(s.tp);
+    weight_gemm(out, s, "patch_embed", {d.tokens, d.h, k, 1}, d.tokens * k * d.e, LoraTarget::none);
+    out.ops.back().input_grad = false;
+    const double mask = m.dropout ? d.tokens_sp * d.h : 0.0;
+    if (position_added(m))
+        out.ops.push_back(elementwise_op("position_add", 3.0 * d.tokens * d.h * d.e, mask, 2.0, d.tokens * d.h));
+    else if (m.dropout)
+        out.ops.push_back(elementwise_op("embed_dropout", 2.0 * d.tokens * d.h * d.e, mask, 2.0, kDropoutFlop * d.tokens * d.h));
+}
+
+// A ViT's head: [h, patch_out] column-parallel over the regressed values, then the L2 loss in
+// fp32: read the prediction and the fp32 target, keep the residual for backward; each rank
+// reduces its slice, and the per-token partial sums are all-reduced over the ranks.
+void regression_head(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, bool with_loss) {
+    const double n = static_cast<double>(m.image.patch_out()) / static_cast<double>(s.tp);
+    weight_gemm(out, s, "regression_head", {d.tokens, n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none);
+    out.ops.back().keep_activation_precision = with_loss;  // the output layer, as lm_head
+    if (!with_loss) return;
+    const double values = d.tokens * n;
+    out.ops.push_back(elementwise_op("mse_loss", values * (d.e + 4.0), values * 4.0, 2.0, kMseFlop * values));
+    if (s.tp > 1)
+        out.comms.push_back({"loss_all_reduce", Collective::all_reduce, CommGroup::tp, Pass::fwd, d.tokens * 4.0, 1, false});
+}
+
+}  // namespace
+
 LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
     LayerOps out;
     const Dims d = dims(m, s);
-    const double positions = m.position == PositionKind::learned ? 1.0 : 0.0;
-    const double mask = m.dropout ? d.tokens_sp * d.h : 0.0;
-    out.ops.push_back(elementwise_op("embedding", (2.0 + positions) * d.tokens * d.h * d.e, mask));
-    // Vocabulary-parallel embedding: each rank holds V/tp rows; partial rows are summed.
+    if (m.kind == ModelKind::vit) {
+        patch_embedding(out, m, s, d);
+    } else {
+        const double positions = position_added(m) ? 1.0 : 0.0;
+        const double mask = m.dropout ? d.tokens_sp * d.h : 0.0;
+        out.ops.push_back(elementwise_op("embedding", (2.0 + positions) * d.tokens * d.h * d.e, mask));
+    }
+    // Vocabulary-parallel embedding (a ViT's: split over the patch's pixels): each rank holds a
+    // 1/tp share of the rows; partial rows are summed.
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
     return out;
 }
@@ -436,6 +479,10 @@ LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
     const Dims d = dims(m, s);
     norm(out, "final_norm", m, d, d.h);
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
+    if (m.kind == ModelKind::vit) {
+        regression_head(out, m, s, d, with_loss);
+        return out;
+    }
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
     weight_gemm(out, s, "lm_head", {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none);
     // Training keeps the output layer in bf16 under fp8/fp4 (see Op); a serving engine's choice

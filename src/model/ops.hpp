@@ -23,6 +23,7 @@ struct Op {
     GemmShape gemm;              // gemm, batched_gemm
     bool weight = false;         // B is a weight: a weight-gradient GEMM runs in backward
     bool frozen = false;         // a weight not trained (LoRA's base): no weight-gradient GEMM
+    bool input_grad = true;      // false: A is data (a ViT's pixels), no data-gradient GEMM
     // Fused attention: one kernel over all heads.
     double attn_flop = 0;        // executed forward FLOP (causal blocks skipped)
     double attn_model_flop = 0;  // forward FLOP by the usual convention (full s x s)

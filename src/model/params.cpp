@@ -11,6 +11,15 @@ constexpr std::pair<FfnAct, std::string_view> kFfnActNames[] = {
     {FfnAct::gelu, "gelu"}, {FfnAct::swiglu, "swiglu"}, {FfnAct::squared_relu, "squared-relu"}, {FfnAct::geglu, "geglu"}};
 }  // namespace
 
+std::string_view to_string(ModelKind k) {
+    switch (k) {
+        case ModelKind::decoder: return "decoder";
+        case ModelKind::encoder: return "encoder";
+        case ModelKind::vit: return "vit";
+    }
+    return "decoder";
+}
+
 std::string_view to_string(FfnAct a) {
     for (const auto& [act, name] : kFfnActNames)
         if (act == a) return name;
@@ -177,9 +186,17 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
         moe.trainable_experts = full_or(experts * expert.adapters, moe.experts);
         moe.trainable = full_or(attn.adapters + shared_n * shared.adapters + moe.trainable_experts, moe.total);
     }
-    p.embedding = static_cast<double>(m.vocab) * h;
+    if (m.kind == ModelKind::vit) {
+        // Patch embedding (a patch x patch convolution of stride patch: one [patch_in, h] matrix
+        // and its bias) and the regression head [h, patch_out] (FourCastNet's PatchEmbed and head).
+        const double in = static_cast<double>(m.image.patch_in()), out = static_cast<double>(m.image.patch_out());
+        p.embedding = in * h + b * h;
+        p.lm_head = h * out + b * out;
+    } else {
+        p.embedding = static_cast<double>(m.vocab) * h;
+        p.lm_head = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h;
+    }
     if (m.position == PositionKind::learned) p.embedding += static_cast<double>(m.seq_len) * h;
-    p.lm_head = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h;
     p.final_norm = norm;
     return p;
 }

@@ -291,7 +291,8 @@ struct alignas(64) Worker {
 void run_task(const TrainContext& c, const Plan& plan, const Task& t, const LayoutConstraints& f, Objective obj,
               Worker& w, const std::atomic<bool>* stop, bool prune_by_floor) {
     // The floor bounds step time; only the step-time objective ranks by it directly.
-    const bool floor_prunes = prune_by_floor && obj == Objective::step_time;
+    // Cost is step time times a constant (GPUs x price) at one GPU count, so the floor prunes it too.
+    const bool floor_prunes = prune_by_floor && (obj == Objective::step_time || obj == Objective::cost);
     const int64_t gb = c.training.global_batch;
     const double capacity = c.system.accel.memory_bytes;
     ParallelConfig p;
@@ -353,7 +354,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
 }  // namespace
 
 std::optional<Objective> parse_objective(std::string_view s) {
-    for (Objective o : {Objective::step_time, Objective::tokens_per_s_per_gpu, Objective::mfu})
+    for (Objective o : {Objective::step_time, Objective::tokens_per_s_per_gpu, Objective::mfu, Objective::energy, Objective::cost})
         if (s == to_string(o)) return o;
     return std::nullopt;
 }
@@ -363,6 +364,8 @@ std::string_view to_string(Objective o) {
         case Objective::step_time: return "step_time";
         case Objective::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
         case Objective::mfu: return "mfu";
+        case Objective::energy: return "energy";
+        case Objective::cost: return "cost";
     }
     return "step_time";
 }
@@ -372,6 +375,8 @@ double objective_score(Objective o, const TrainResult& r) {
         case Objective::step_time: return r.step_time_s;
         case Objective::tokens_per_s_per_gpu: return -r.tokens_per_s_per_gpu;
         case Objective::mfu: return -r.mfu;
+        case Objective::energy: return r.energy.total_j();
+        case Objective::cost: return r.cost_usd;
     }
     return r.step_time_s;
 }

@@ -21,7 +21,10 @@
 
 namespace sm {
 
-enum class Objective { step_time, tokens_per_s_per_gpu, mfu };
+// energy: the step's energy (at a fixed batch, per token alike); cost: its price (at a fixed
+// GPU count, step time's order). Both need the system's figures (system.energy,
+// system.price_per_gpu_hour): scores are 0 without them.
+enum class Objective { step_time, tokens_per_s_per_gpu, mfu, energy, cost };
 
 std::optional<Objective> parse_objective(std::string_view s);
 std::string_view to_string(Objective o);

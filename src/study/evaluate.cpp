@@ -42,9 +42,16 @@ std::string_view to_string(PointStatus s) {
 
 bool is_duration_key(std::string_view key) { return key.ends_with("_s") && !key.ends_with("_per_s"); }
 
+bool is_lower_better_key(std::string_view key) {
+    return is_duration_key(key) || (key.ends_with("_j") && !key.ends_with("_per_j")) || key.ends_with("_usd");
+}
+
 std::vector<std::string> objective_names(StudyMode m) {
-    if (m == StudyMode::infer) return {"e2e_latency_s", "ttft_s", "tpot_s", "output_tokens_per_s"};
-    return {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu"};
+    if (m == StudyMode::infer)
+        return {"e2e_latency_s", "ttft_s", "tpot_s", "output_tokens_per_s", "energy_per_request_j", "energy_per_token_j", "tokens_per_j",
+                "cost_per_request_usd", "cost_per_million_tokens_usd"};
+    return {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "energy_per_step_j", "energy_per_token_j", "tokens_per_j",
+            "cost_per_step_usd", "cost_per_million_tokens_usd"};
 }
 
 Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode m, const char* flag) {
@@ -55,7 +62,7 @@ Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode 
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
         return InputError{flag, quote_input(name), fmt::format("for --mode {}: one of {}", to_string(m), list)};
     }
-    return StudyObjective{std::string(name), is_duration_key(name)};
+    return StudyObjective{std::string(name), is_lower_better_key(name)};
 }
 
 namespace {
@@ -65,6 +72,10 @@ namespace {
 Objective search_objective(const StudyObjective& o) {
     if (o.key == "tokens_per_s_per_gpu") return Objective::tokens_per_s_per_gpu;
     if (o.key == "mfu") return Objective::mfu;
+    // At one GPU count and batch every energy key orders layouts as the step's energy does, and
+    // every cost key as its cost.
+    if (o.key.find("_j") != std::string::npos) return Objective::energy;
+    if (o.key.ends_with("_usd")) return Objective::cost;
     return Objective::step_time;
 }
 
@@ -78,6 +89,11 @@ Purpose purpose_of(StudyMode m) {
 }
 
 PointOutcome finish(Json result, const StudyOptions& o) {
+    if (!result.contains(o.objective.key))  // an energy or cost key of a system without the figures
+        return {PointStatus::error, {},
+                fmt::format("{}: not computed; the system has no {}", o.objective.key,
+                            o.objective.key.ends_with("_usd") ? "price (system.price_per_gpu_hour)" : "energy figures (system.energy)"),
+                0};
     PointOutcome out;
     out.value = result.at(o.objective.key).get<double>();
     out.result = std::move(result);

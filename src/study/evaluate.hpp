@@ -29,6 +29,8 @@ struct StudyObjective {
 };
 // A time (`step_time_s`: less is better), not a rate (`tokens_per_s`) or a share (`mfu`).
 bool is_duration_key(std::string_view key);
+// A duration, an energy (`_j`, not `tokens_per_j`) or a price (`_usd`): less is better.
+bool is_lower_better_key(std::string_view key);
 // The result keys a mode can be judged by; the first is the default.
 std::vector<std::string> objective_names(StudyMode m);
 Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode m, const char* flag = "--objective");

@@ -15,8 +15,8 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         b.fwd_flop += c.fwd_flop;
         b.bwd_flop += c.bwd_flop;
         // Forward, activation gradient and (for trained weights) weight gradient: a frozen
-        // weight's gradient is work the step does not need.
-        b.model_flop += (op.frozen ? 2.0 : 3.0) * c.fwd_model_flop;
+        // weight's gradient, or the gradient of data (a ViT's pixels), is work the step does not need.
+        b.model_flop += (1.0 + (op.frozen ? 0.0 : 1.0) + (op.input_grad ? 1.0 : 0.0)) * c.fwd_model_flop;
         b.saved_bytes += op.saved_bytes + op.core_saved_bytes;
         b.core_saved_bytes += op.core_saved_bytes;
         const bool rerun = recompute == Recompute::full || (recompute == Recompute::selective && op.attention_core);
@@ -24,6 +24,9 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
             b.recompute_s += c.fwd_s;
             b.recompute_flop += c.fwd_flop;
         }
+        const double passes_flop = c.fwd_flop + c.bwd_flop + (rerun ? c.fwd_flop : 0.0);
+        if (c.peak_flop_per_s > 0) b.work.tensor_s += passes_flop / c.peak_flop_per_s;
+        b.work.hbm_bytes += c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes + (rerun ? c.fwd_bytes : 0.0);
         if (op.kind == OpKind::attention || op.kind == OpKind::batched_gemm) {
             attn_fwd_s += c.fwd_s;
             attn_bwd_s += c.bwd_s;
@@ -41,8 +44,11 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
     std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
     double exposed_fwd = 0, exposed_bwd = 0;
     for (const CommOp& c : ops.comms) {
-        const double one = collective_time_s(c.kind, c.bytes, spans.span[idx(c.group)], sys) * c.count;
+        const CollectiveCost k = collective_cost(c.kind, c.bytes, spans.span[idx(c.group)], sys);
+        const double one = k.time_s * c.count;
         const double reps = (recompute == Recompute::full && c.pass == Pass::fwd) ? 2.0 : 1.0;
+        b.work.scale_up_bytes += k.scale_up_bytes * c.count * reps;
+        b.work.scale_out_bytes += k.scale_out_bytes * c.count * reps;
         const size_t g = idx(c.group);
         b.comm_link_s[g] += one * reps;
         if (c.overlappable) {

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "hardware/cost.hpp"
+#include "hardware/energy.hpp"
 #include "parallel/placement.hpp"
 
 namespace sm {
@@ -19,6 +20,7 @@ struct BlockCost {
     double core_saved_bytes = 0;  // of which dropped by selective recompute
     double input_bytes = 0;       // the block's input: all that full recompute keeps
     double transient_bytes = 0;   // held only while the block runs (LayerOps); the largest, not summed
+    Work work;                    // what the energy model charges: passes, recompute and collectives
 
     // Adds n blocks of `o` (the blocks of a pipeline stage, of several kinds).
     // Field by field, not over a list of member pointers: the search sums stages per layout.
@@ -36,6 +38,7 @@ struct BlockCost {
         core_saved_bytes += n * o.core_saved_bytes;
         input_bytes += n * o.input_bytes;
         transient_bytes = std::max(transient_bytes, o.transient_bytes);
+        work.add(o.work, n);
         for (size_t g = 0; g < kGroups; ++g) {
             comm_link_s[g] += n * o.comm_link_s[g];
             comm_exposed_s[g] += n * o.comm_exposed_s[g];

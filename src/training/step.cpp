@@ -265,14 +265,20 @@ void schedule(const BlockCost& slowest, double mb, double pp, double vp, TrainBr
 // the scale-up fabric. With overlap_p2p_comm (interleaved only) a steady-state transfer hides
 // behind the chunk computed meanwhile; only what outlasts it is exposed.
 void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const BlockCost& slowest,
-                  double mb, double vp, TrainBreakdown& bd, TrainLinkTimes& link) {
+                  double mb, double vp, TrainBreakdown& bd, TrainLinkTimes& link, Work& work) {
     if (p.pp == 1) return;
     const SystemSpec& sys = c.system;
     const double full = as_d(p.microbatch) * as_d(c.model.seq_len) / as_d(p.cp) * as_d(c.model.hidden) *
                         bytes_per_element(activation_precision(c.training.precision));
-    double hop = collective_time_s(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
-    if (!p.sequence_parallel) hop += collective_time_s(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
+    CollectiveCost k = collective_cost(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
+    if (!p.sequence_parallel) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
+    const double hop = k.time_s;
     link.pp_s = 2.0 * mb * vp * hop;
+    // Every one of the pp x vp - 1 chunk boundaries is crossed both ways per micro-batch, by each
+    // of the stage's tp x cp x dp ranks.
+    const double hops = 2.0 * mb * (as_d(p.pp) * vp - 1.0) * as_d(p.tp * p.cp * p.dp);
+    work.scale_up_bytes += hops * k.scale_up_bytes;
+    work.scale_out_bytes += hops * k.scale_out_bytes;
     double steady = link.pp_s;
     if (c.training.overlap_p2p_comm && vp > 1) {
         // What hides still slows the compute it hides behind (overlap_interference, as for DP).
@@ -301,7 +307,7 @@ double exposed_reduction(double link, double window, double layers, int64_t chun
 // replicas (dp x cp / ep by default; more with whole experts): their gradients reduce over
 // that group of their own.
 void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const StageFigures& f,
-                        double mb, TrainBreakdown& bd, TrainLinkTimes& link) {
+                        double mb, TrainBreakdown& bd, TrainLinkTimes& link, Work& work) {
     if (p.dp * p.cp == 1) return;
     const SystemSpec& sys = c.system;
     const TrainingSpec& t = c.training;
@@ -311,19 +317,20 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
     const GroupSpan& ge = spans.expert_dp;
     // `all` parameters of which `experts` are expert ones, `bytes_per_param` each.
     auto over_replicas = [&](Collective k, double all, double experts, double bytes_per_param) {
-        if (!split_experts) return collective_time_s(k, all * bytes_per_param, g, sys);
-        double s = collective_time_s(k, (all - experts) * bytes_per_param, g, sys);
-        if (experts > 0 && ge.size > 1) s += collective_time_s(k, experts * bytes_per_param, ge, sys);
+        if (!split_experts) return collective_cost(k, all * bytes_per_param, g, sys);
+        CollectiveCost s = collective_cost(k, (all - experts) * bytes_per_param, g, sys);
+        if (experts > 0 && ge.size > 1) s += collective_cost(k, experts * bytes_per_param, ge, sys);
         return s;
     };
     // Gradients exist for the trained parameters only (LoRA: the adapters); ZeRO-3 gathers every
     // weight for each pass, ZeRO-1/2 only the updated shards.
     const bool sharded_reduce = p.zero >= 1;
-    const double grad_s = over_replicas(sharded_reduce ? Collective::reduce_scatter : Collective::all_reduce, f.trained,
-                                        f.trained_experts, gbytes);
-    const double gather_s = p.zero == 3   ? over_replicas(Collective::all_gather, f.params, f.experts, wbytes)
-                            : p.zero >= 1 ? over_replicas(Collective::all_gather, f.trained, f.trained_experts, wbytes)
-                                          : 0.0;
+    const CollectiveCost grad = over_replicas(sharded_reduce ? Collective::reduce_scatter : Collective::all_reduce, f.trained,
+                                              f.trained_experts, gbytes);
+    const CollectiveCost gather = p.zero == 3   ? over_replicas(Collective::all_gather, f.params, f.experts, wbytes)
+                                  : p.zero >= 1 ? over_replicas(Collective::all_gather, f.trained, f.trained_experts, wbytes)
+                                                : CollectiveCost{};
+    const double grad_s = grad.time_s, gather_s = gather.time_s;
 
     // Windows are wall times of the passes (exposed layer traffic included), so a faster GPU
     // never exposes more data-parallel traffic than it saves.
@@ -339,19 +346,27 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
         return e + slow * (l - e);
     };
     const int64_t grad_chunks = t.grad_sync_per_chunk ? vp : 1;
+    // Reductions and gathers per step: what the energy model charges, on every GPU.
+    double grads = 1.0, gathers = 1.0;
     // One data-parallel stream: what runs in the same window shares the same links.
     if (p.zero == 3) {  // per micro-batch: weights gathered for forward and for backward, and the
                         // partitioned gradients reduce-scattered
         link.dp_s = mb * (2.0 * gather_s + grad_s);
         bd.dp_comm_exposed_s = mb * exposed_of(2.0 * gather_s + grad_s, fwd_window + bwd_window, 1);
+        grads = mb;
+        gathers = 2.0 * mb;
     } else if (grads_partitioned(p, t)) {  // ZeRO 2 per micro-batch (DeepSpeed)
         link.dp_s = mb * grad_s + gather_s;
         bd.dp_comm_exposed_s = mb * exposed_of(grad_s, bwd_window, 1) + exposed_of(gather_s, fwd_window, 1);
+        grads = mb;
     } else {  // accumulated and reduced once after the last micro-batch (ZeRO 0/1, and 2 per step);
               // ZeRO >= 1 gathers the updated shards during the next forward
         link.dp_s = grad_s + gather_s;
         bd.dp_comm_exposed_s = exposed_of(grad_s, bwd_window, grad_chunks) + exposed_of(gather_s, fwd_window, 1);
     }
+    const double gpus = as_d(p.gpus());
+    work.scale_up_bytes += gpus * (grads * grad.scale_up_bytes + gathers * gather.scale_up_bytes);
+    work.scale_out_bytes += gpus * (grads * grad.scale_out_bytes + gathers * gather.scale_out_bytes);
 }
 
 // Overlap hides traffic behind compute, not behind other traffic: every collective crossing the
@@ -473,23 +488,26 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
     TrainBreakdown& bd = r.breakdown;
     schedule(slowest, mb, pp, vp, bd, r.link);
-    pipeline_p2p(c, p, spans, slowest, mb, vp, bd, r.link);
-    data_parallel_sync(c, p, spans, scan.fullest, mb, bd, r.link);
+    pipeline_p2p(c, p, spans, slowest, mb, vp, bd, r.link, r.work);
+    data_parallel_sync(c, p, spans, scan.fullest, mb, bd, r.link, r.work);
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
     const StageFigures& fullest = scan.fullest;
     const double local = p.zero >= 1 ? zero_shard(fullest.trained, fullest.trained_experts, p) : fullest.trained;
-    bd.optimizer_s = memory_time_s(local * (bytes_per_element(t.grad_precision) + 2.0 * t.optimizer_state_bytes_per_param +
-                                            stored_weight_bytes(t.precision)),
-                                   c.system);
+    double optimizer_bytes = local * (bytes_per_element(t.grad_precision) + 2.0 * t.optimizer_state_bytes_per_param +
+                                      stored_weight_bytes(t.precision));
+    bd.optimizer_s = memory_time_s(optimizer_bytes, c.system);
     // Second memory tier: the GPU with the most optimizer state sets the transfer time.
     if (p.offload != Offload::none) {
         const OffloadResult offload = stage_offload(fullest, local, c, p, mb, bd.optimizer_s);
+        // What the host's optimizer step takes over no longer streams through HBM.
+        if (bd.optimizer_s > 0) optimizer_bytes *= 1.0 - offload.gpu_optimizer_s_saved / bd.optimizer_s;
         bd.optimizer_s -= offload.gpu_optimizer_s_saved;
         bd.offload_exposed_s = offload.exposed_s;
         r.link.offload_s = offload.link_s;
     }
+    r.work.hbm_bytes += optimizer_bytes * as_d(r.gpus);
     nic_floor(spans, r.link, bd);
     r.step_time_s = bd.sum();
     const double tokens = as_d(t.global_batch) * as_d(m.seq_len);
@@ -500,10 +518,16 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     // micro-batches.
     const double shards = as_d(p.tp * p.cp);
     double per_mb = lc.embedding.model_flop + lc.head.model_flop, recompute_mb = 0;
+    Work layers_mb = lc.embedding.work;
+    layers_mb.add(lc.head.work, 1.0);
     for (size_t k = 0; k < kLayerKinds; ++k) {
         per_mb += as_d(pc.layers[k]) * lc.layer[k].model_flop;
         recompute_mb += as_d(pc.layers[k]) * lc.layer[k].recompute_flop;
+        layers_mb.add(lc.layer[k].work, as_d(pc.layers[k]));
     }
+    r.work.add(layers_mb, shards * mb * as_d(p.dp));
+    if (c.system.energy.known()) r.energy = energy_of(c.system, r.work, r.step_time_s, as_d(r.gpus));
+    r.cost_usd = cost_usd(c.system, r.step_time_s, as_d(r.gpus));
     r.model_flop_per_step = per_mb * shards * mb * as_d(p.dp);
     const double recompute_flop = recompute_mb * shards * mb * as_d(p.dp);
     const double peak = c.system.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;

@@ -61,6 +61,10 @@ struct TrainResult {
     TrainLinkTimes link;
     int64_t slowest_stage = 0;   // the pipeline GPU whose micro-batch time sets the pace
     int64_t peak_stage = 0;      // the pipeline GPU whose memory is `memory`
+    Work work;                   // the step's over all GPUs (data-parallel traffic and the
+                                 // optimizer: the fullest pipeline GPU's, on every GPU)
+    Energy energy;               // of the step, all GPUs (zero when the system has no energy figures)
+    double cost_usd = 0;         // of the step, all GPUs (zero when the system has no price)
 };
 
 // Everything that depends only on how one layer is cut: (tp, cp, ep, sp, micro-batch,

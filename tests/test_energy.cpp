@@ -1,0 +1,249 @@
+// Energy and cost (docs/CALIBRATION.md, "Energy and cost"): the work the costed ops and
+// collectives add up to, its energy, the TDP calibration, system.energy as read, and the bound
+// that a GPU's average power never exceeds its TDP. Expectations are hand arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "hardware/energy.hpp"
+#include "inference/inference.hpp"
+#include "io/report.hpp"
+#include "io/scenario.hpp"
+#include "test_helpers.hpp"
+#include "training/block_cost.hpp"
+
+namespace sm {
+namespace {
+
+using testing::load;
+
+// round_system with energy figures: TDP 1000 W, idle 100 W, HBM 4 pJ/bit, scale-up 5 pJ/bit,
+// scale-out 6 pJ/bit; the tensor J/FLOP at its TDP calibration (hand: below).
+SystemSpec round_energy_system() {
+    SystemSpec s = testing::round_system();
+    s.accel.matrix_flop_per_s[static_cast<size_t>(Precision::fp8)] = 2e15;
+    s.energy = {1000, 100, 0, 4e-12, 5e-12, 6e-12};
+    // HBM 1e12 B/s x 8 x 4e-12 = 32 W; scale-up both ways 2 x 100e9 x 8 x 5e-12 = 8 W;
+    // the tensors get 1000 - 100 - 32 - 8 = 860 W at 1e15 FLOP/s: 8.6e-13 J per FLOP.
+    s.energy.tensor_j_per_flop = 8.6e-13;
+    return s;
+}
+
+TEST(Energy, CalibrationAndPerFlopByHand) {
+    const SystemSpec s = round_energy_system();
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(s), 8.6e-13, 1e-25);
+    EXPECT_NEAR(tensor_power_w(s), 860.0, 1e-9);
+    EXPECT_NEAR(full_load_power_w(s), 1000.0, 1e-9);  // 100 + 860 + 32 + 8
+    EXPECT_NEAR(j_per_flop(s, Precision::bf16), 8.6e-13, 1e-25);
+    EXPECT_NEAR(j_per_flop(s, Precision::fp8), 4.3e-13, 1e-25);  // 860 W at 2e15 FLOP/s
+    EXPECT_EQ(j_per_flop(s, Precision::fp4), 0.0);                // not supported
+    SystemSpec slow = s;
+    slow.eff.clock_fraction = 0.5;  // half the sustained rate: twice the J/FLOP at TDP
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(slow), 1.72e-12, 1e-24);
+}
+
+TEST(Energy, EnergyOfWorkByHand) {
+    const SystemSpec s = round_energy_system();
+    const Energy e = energy_of(s, Work{2.0, 1e9, 1e9, 1e8}, 3.0, 4.0);
+    EXPECT_NEAR(e.compute_j, 1720.0, 1e-9);      // 2 s at 860 W
+    EXPECT_NEAR(e.hbm_j, 0.032, 1e-15);          // 1e9 x 8 x 4e-12
+    EXPECT_NEAR(e.scale_up_j, 0.08, 1e-15);      // both ends: 2 x 1e9 x 8 x 5e-12
+    EXPECT_NEAR(e.scale_out_j, 0.0096, 1e-15);   // 2 x 1e8 x 8 x 6e-12
+    EXPECT_NEAR(e.idle_j, 1200.0, 1e-9);         // 100 W x 3 s x 4 GPUs
+    EXPECT_NEAR(e.total_j(), 2920.1216, 1e-9);
+    EXPECT_NEAR(e.gpu_j(), 2920.112, 1e-9);      // the NICs' share is outside the GPUs
+    SystemSpec priced = s;
+    priced.price_per_gpu_hour = 2.5;
+    EXPECT_NEAR(cost_usd(priced, 7200.0, 4.0), 20.0, 1e-12);  // 4 GPUs x 2 h x $2.5
+}
+
+// One weight GEMM (1024^3, bf16) and one tensor-parallel all-reduce of 1 MiB, costed as a block.
+LayerOps gemm_and_all_reduce() {
+    LayerOps ops;
+    Op g;
+    g.name = "w";
+    g.kind = OpKind::gemm;
+    g.gemm = {1024, 1024, 1024, 1};
+    g.weight = true;
+    ops.ops.push_back(g);
+    CommOp c;
+    c.name = "ar";
+    c.kind = Collective::all_reduce;
+    c.group = CommGroup::tp;
+    c.pass = Pass::fwd;
+    c.bytes = 1048576;
+    ops.comms.push_back(c);
+    return ops;
+}
+
+TEST(Energy, BlockWorkByHand) {
+    const SystemSpec s = round_energy_system();
+    CommSpans spans;
+    spans.span[idx(CommGroup::tp)] = {4, 4, 1};
+    const BlockCost b = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::none, 0.0);
+    // Forward, data and weight gradient: 3 x 2 x 1024^3 = 6,442,450,944 FLOP at 1e15.
+    EXPECT_NEAR(b.work.tensor_s, 6442450944.0 / 1e15, 1e-20);
+    // Forward and data gradient read A and B and write C in bf16: 3 x 2^20 x 2 B each; the weight
+    // gradient reads two bf16 operands and writes fp32: 2^20 x (2 + 2 + 4). 20 x 2^20 in all.
+    EXPECT_DOUBLE_EQ(b.work.hbm_bytes, 20.0 * 1048576);
+    // A ring all-reduce over 4 GPUs sends 2 x 3/4 of the buffer from each.
+    EXPECT_DOUBLE_EQ(b.work.scale_up_bytes, 1.5 * 1048576);
+    EXPECT_EQ(b.work.scale_out_bytes, 0.0);
+
+    // Full recompute runs the forward once more: its FLOP, its bytes and its collective.
+    const BlockCost r = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::full, 0.0);
+    EXPECT_NEAR(r.work.tensor_s, 4.0 * 2147483648.0 / 1e15, 1e-20);
+    EXPECT_DOUBLE_EQ(r.work.hbm_bytes, 26.0 * 1048576);
+    EXPECT_DOUBLE_EQ(r.work.scale_up_bytes, 3.0 * 1048576);
+
+    // 8 GPUs over 2 domains of 4: reduce-scatter and all-gather in the domain (3/4 each), an
+    // all-reduce of the 1/4 shard across the 2 domains (2 x 1/2 x 1/4).
+    spans.span[idx(CommGroup::tp)] = {8, 4, 2};
+    const BlockCost h = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::none, 0.0);
+    EXPECT_DOUBLE_EQ(h.work.scale_up_bytes, 1.5 * 1048576);
+    EXPECT_DOUBLE_EQ(h.work.scale_out_bytes, 0.25 * 1048576);
+}
+
+// The step adds the blocks over every GPU, the pipeline hops and the optimizer's HBM traffic.
+// tiny_gpt (8 layers) on tp 2 x pp 2, 4 micro-batches of 1 sequence of 128 tokens.
+TEST(Energy, StepWorkByHand) {
+    const SystemSpec s = round_energy_system();
+    ParallelConfig p;
+    p.tp = 2;
+    p.pp = 2;
+    LayerCosts lc;
+    lc.layer[idx(LayerKind::dense)].work = {1e-3, 1e6, 2e5, 0};
+    lc.embedding.work = {1e-4, 1e5, 0, 0};
+    lc.head.work = {2e-4, 3e5, 0, 0};
+    const TrainResult r = testing::step_over(testing::tiny_gpt(), s, testing::batch_of(4), p, lc);
+    // Blocks: (8 layers + embedding + head) per GPU x tp 2 x 4 micro-batches.
+    EXPECT_NEAR(r.work.tensor_s, (8 * 1e-3 + 1e-4 + 2e-4) * 2 * 4, 1e-15);
+    // HBM: the blocks' (8e6 + 1e5 + 3e5) x 8 = 67.2e6, and Adam on every GPU over the fullest
+    // GPU's parameters (GPU 0: 4 layers of 49,984 and the 72,192 embedding, over tp 2 = 136,064)
+    // at 4 (fp32 grad) + 2 x 12 (states) + 2 (bf16 weight) = 30 B each: 4,081,920 x 4 GPUs.
+    EXPECT_NEAR(r.work.hbm_bytes, 67.2e6 + 4 * 4081920.0, 1e-3);
+    // Scale-up: the blocks' 8 x 2e5 x 8 = 12.8e6; the pipeline hop of one micro-batch's activation
+    // (128 x 64 x 2 B = 16,384): each TP rank sends half over the pipeline link and all-gathers the
+    // whole (half sent); 2 directions x 4 micro-batches x 1 boundary x 2 ranks = 16 hops of 16,384.
+    EXPECT_NEAR(r.work.scale_up_bytes, 12.8e6 + 16 * 16384.0, 1e-6);
+    EXPECT_EQ(r.work.scale_out_bytes, 0.0);
+    EXPECT_NEAR(r.energy.idle_j, 100.0 * 4 * r.step_time_s, 1e-9);
+}
+
+TEST(Energy, PresetReadsAndCalibratesToItsTdp) {
+    const SystemSpec h = testing::system_preset("dgx-h100");
+    EXPECT_EQ(h.energy.tdp_w, 700);
+    // HBM 3.35e12 x 8 x 3.4e-12 = 91.12 W; NVLink 2 x 450e9 x 8 x 5e-12 = 36 W; idle 70 W:
+    // (700 - 70 - 91.12 - 36) / 989.4e12 = 5.0827e-13 J per bf16 FLOP.
+    EXPECT_NEAR(h.energy.tensor_j_per_flop, 502.88 / 989.4e12, 1e-20);
+    EXPECT_NEAR(full_load_power_w(h), 700.0, 1e-6);
+    EXPECT_EQ(h.price_per_gpu_hour, 0.0);
+}
+
+TEST(Energy, TechnologySystemTakesTheGeneratedFigures) {
+    const auto doc = read_scenario_file(std::string(SCALEMODEL_SOURCE_DIR) + "/examples/technology/h100.json");
+    ASSERT_TRUE(doc.ok()) << doc.error().message();
+    const auto s = build_scenario(doc.value(), Purpose::train);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const EnergySpec& e = s->system.energy;
+    EXPECT_EQ(e.tdp_w, 700);
+    EXPECT_NEAR(e.idle_w, 6e4 * 814e-6, 1e-9);  // 4nm leakage 0.06 W/mm2 x 814 mm2 = 48.84 W
+    // Area-limited (tensors 264 W of a 524 W budget): the node's 0.27 pJ per bf16 FLOP.
+    EXPECT_NEAR(e.tensor_j_per_flop, 0.27e-12, 1e-24);
+    EXPECT_EQ(e.hbm_j_per_bit, 3.4e-12);       // HBM3
+    EXPECT_EQ(e.scale_up_j_per_bit, 5.0e-12);  // 100G lanes
+    EXPECT_EQ(e.scale_out_j_per_bit, 5.0e-12);
+    EXPECT_EQ(s->full["system"]["energy"]["idle_w"].get<double>(), e.idle_w);  // resolve shows them
+}
+
+const char* kH100 = R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-h100"},
+  "parallel": {"tp": 8, "pp": 8, "dp": 2, "microbatch": 1, "sequence_parallel": true, "recompute": "selective"},
+  "training": {"global_batch": 64}})";
+
+TEST(Energy, ErrorsNameTheField) {
+    auto big = load(kH100, {"system.energy.tensor_j_per_flop=1e-12"});
+    ASSERT_FALSE(big.ok());
+    EXPECT_NE(big.error().message().find("system.energy.tensor_j_per_flop"), std::string::npos) << big.error().message();
+    auto idle = load(kH100, {"system.energy.idle_w=650"});  // 650 + 91 + 36 W > 700 W
+    ASSERT_FALSE(idle.ok());
+    EXPECT_NE(idle.error().message().find("system.energy.idle_w"), std::string::npos) << idle.error().message();
+    auto typo = load(kH100, {"system.energy.tdp=700"});
+    ASSERT_FALSE(typo.ok());
+    EXPECT_NE(typo.error().message().find("tdp_w"), std::string::npos) << typo.error().message();
+}
+
+TEST(Energy, KeysOnlyWithTheFigures) {
+    auto s = load(kH100);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
+    const Json j = train_json(*s, r);
+    ASSERT_TRUE(j.contains("energy_per_step_j"));
+    EXPECT_NEAR(j["energy_per_token_j"].get<double>(), r.energy.total_j() / (64.0 * 2048), 1e-9);
+    EXPECT_FALSE(j.contains("cost_per_step_usd"));  // price 0: unknown
+
+    auto priced = load(kH100, {"system.price_per_gpu_hour=2"});
+    ASSERT_TRUE(priced.ok());
+    const TrainResult rp = evaluate_training({priced->model, priced->system, priced->training}, priced->parallel);
+    const Json jp = train_json(*priced, rp);
+    // 128 GPUs x $2 per hour over the step.
+    EXPECT_NEAR(jp["cost_per_step_usd"].get<double>(), 128 * 2.0 * rp.step_time_s / 3600, 1e-12);
+    EXPECT_NEAR(jp["cost_per_million_tokens_usd"].get<double>(), 128 * 2.0 * rp.step_time_s / 3600 / (64.0 * 2048) * 1e6, 1e-9);
+
+    Scenario bare = *s;  // a system without energy figures: no energy keys, nothing charged
+    bare.system.energy = EnergySpec{};
+    const TrainResult rb = evaluate_training({bare.model, bare.system, bare.training}, bare.parallel);
+    EXPECT_FALSE(train_json(bare, rb).contains("energy_per_step_j"));
+    EXPECT_EQ(rb.energy.total_j(), 0.0);
+}
+
+// Inference on the round machine in fp16: every op runs against the 100 TFLOP/s fp16 peak, so
+// the compute energy is the reported FLOP (per GPU of each stage, x tp) times 860 W / 1e14.
+TEST(Energy, InferenceComputeIsFlopTimesJoulePerFlop) {
+    SystemSpec s = testing::round_inference_system();
+    s.energy = {1000, 100, 0, 4e-12, 5e-12, 6e-12};
+    // HBM 1e12 x 8 x 4e-12 = 32 W; scale-up 2 x 100e9 x 8 x 5e-12 = 8 W: 860 W at 100 TFLOP/s.
+    s.energy.tensor_j_per_flop = 8.6e-12;
+    const ModelSpec m = testing::tiny_llama(4);
+    const InferenceSpec w = testing::fp16_workload(4, 64, 8);
+    ParallelConfig p;
+    p.tp = 2;
+    const InferResult r = evaluate_inference({m, s, w}, p);
+    EXPECT_NEAR(r.energy.compute_j, (r.prefill.flop + r.decode.flop) * 2 * 8.6e-12, 1e-9 * r.energy.compute_j);
+    EXPECT_NEAR(r.energy.hbm_j, (r.prefill.hbm_bytes + r.decode.hbm_bytes) * 2 * 8 * 4e-12, 1e-9 * r.energy.hbm_j);
+    EXPECT_NEAR(r.energy.idle_j, 100.0 * 2 * r.e2e_latency_s, 1e-12);
+    EXPECT_GT(r.energy.scale_up_j, 0.0);  // the tensor-parallel all-reduces
+}
+
+// A chip generated from its technology never draws more than its TDP on average, whatever the
+// node, area and power budget; energy is finite and positive.
+TEST(Energy, PropertyGeneratedChipsStayWithinTdp) {
+    std::mt19937_64 rng(11);
+    auto u = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+    const char* nodes[] = {"12nm", "7nm", "5nm", "4nm", "3nm", "2nm", "1.4nm", "1nm"};
+    int checked = 0;
+    for (int i = 0; i < 60; ++i) {
+        Json doc = Json::parse(kH100);
+        doc["system"]["technology"] = {{"node", nodes[i % 8]},
+                                       {"dies", 1 + static_cast<int>(u(0, 2))},
+                                       {"die_area_mm2", u(400, 850)},
+                                       {"tdp_w", u(300, 1500)},
+                                       {"tensor_share", u(0.1, 0.4)}};
+        doc["parallel"]["pp"] = 4;
+        doc["parallel"]["dp"] = 1;
+        doc["parallel"]["recompute"] = i % 3 == 0 ? "full" : "selective";
+        doc["training"]["global_batch"] = 8;
+        auto s = build_scenario(doc, Purpose::train);
+        if (!s.ok()) continue;  // a TDP below the chip's fixed power: refused, with its field
+        ++checked;
+        const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
+        const double power = r.energy.gpu_j() / (r.step_time_s * static_cast<double>(r.gpus));
+        ASSERT_TRUE(std::isfinite(r.energy.total_j()) && r.energy.total_j() > 0) << i;
+        ASSERT_LE(power, s->system.energy.tdp_w * (1 + 1e-9)) << i << " " << doc.dump();
+    }
+    EXPECT_GT(checked, 30);
+}
+
+}  // namespace
+}  // namespace sm
