@@ -147,6 +147,113 @@ TEST(LayerOpsTable, CollectivesWithSequenceAndContextParallelism) {
     EXPECT_DOUBLE_EQ(l4.comms[4].count, 3);
 }
 
+// The three ways context parallelism moves K/V, on the cut above (T = 128 tokens per rank, 2 query
+// and 2 K/V heads of 16 per TP rank: the local K and V are 128 x 2 x 32 x 2 = 16,384 bytes; Q and
+// O 128 x 2 x 16 x 2 = 8,192 bytes each):
+// - all_gather: the whole K/V, cp x 16,384 = 32,768 bytes, gathered forward, gathered again and
+//   its gradient reduce-scattered backward, none hidden; backward holds the gathered K/V and
+//   the full-length dK/dV: 2 x 32,768 bytes;
+// - ulysses: four all-to-alls forward (Q, K, V before, O after: 8,192 bytes each, K and V
+//   each half of 16,384) and four backward; attention runs on 256 tokens x 1 head per kind.
+TEST(LayerOpsTable, ContextParallelKinds) {
+    const ModelSpec m = testing::tiny_gpt();
+    LayerShape s = cut();
+    s.cp_kind = CpKind::all_gather;
+    LayerOps l = layer_ops(m, s, LayerKind::dense);
+    LayerOps lc = l;
+    lc.comms = {};
+    for (const CommOp& c : l.comms)
+        if (c.group == CommGroup::cp) lc.comms.push_back(c);
+    expect_comms(lc, {{"cp_kv_all_gather", Collective::all_gather, CommGroup::cp, Pass::fwd, 32768, 1, false},
+                      {"cp_kv_regather", Collective::all_gather, CommGroup::cp, Pass::bwd, 32768, 1, false},
+                      {"cp_dkv_reduce_scatter", Collective::reduce_scatter, CommGroup::cp, Pass::bwd, 32768, 1, false}});
+    EXPECT_DOUBLE_EQ(l.transient_bytes, 65536);
+    // The attention itself as under the ring: 2 x 2 heads x 64 x 128 scores x 32 x 2 FLOP, K/V of
+    // 2 x 128 keys x 2 heads x 32 read.
+    const Op& ring_attn = find(layer_ops(m, cut(), LayerKind::dense), "attention");
+    EXPECT_DOUBLE_EQ(find(l, "attention").attn_model_flop, 2097152);
+    EXPECT_DOUBLE_EQ(ring_attn.attn_model_flop, 2097152);
+    EXPECT_DOUBLE_EQ(find(l, "attention").attn_kv_elems, 16384);
+    EXPECT_DOUBLE_EQ(layer_ops(m, cut(), LayerKind::dense).transient_bytes, 0);
+
+    s.cp_kind = CpKind::ulysses;
+    l = layer_ops(m, s, LayerKind::dense);
+    lc.comms = {};
+    for (const CommOp& c : l.comms)
+        if (c.group == CommGroup::cp) lc.comms.push_back(c);
+    const double q = 8192, k = 8192;
+    expect_comms(lc, {{"cp_a2a_q", Collective::all_to_all, CommGroup::cp, Pass::fwd, q, 1, false},
+                      {"cp_a2a_k", Collective::all_to_all, CommGroup::cp, Pass::fwd, k, 1, false},
+                      {"cp_a2a_v", Collective::all_to_all, CommGroup::cp, Pass::fwd, k, 1, false},
+                      {"cp_a2a_o", Collective::all_to_all, CommGroup::cp, Pass::fwd, q, 1, false},
+                      {"cp_a2a_o_grad", Collective::all_to_all, CommGroup::cp, Pass::bwd, q, 1, false},
+                      {"cp_a2a_q_grad", Collective::all_to_all, CommGroup::cp, Pass::bwd, q, 1, false},
+                      {"cp_a2a_k_grad", Collective::all_to_all, CommGroup::cp, Pass::bwd, k, 1, false},
+                      {"cp_a2a_v_grad", Collective::all_to_all, CommGroup::cp, Pass::bwd, k, 1, false}});
+    const Op& a = find(l, "attention");
+    // 2 sequences x 1 head x 128 x 128 scores x 32 x 2: the same FLOP; K/V read for one head of
+    // the whole sequence: 2 x 128 x 1 x 32 = 8,192 elements (half the ring's); Q and O 256 x 16
+    // each; saved Q, K, V 3 x 256 x 16 x 2 bytes as under the ring (3 x 128 x 2 x 16 x 2).
+    EXPECT_DOUBLE_EQ(a.attn_model_flop, 2097152);
+    EXPECT_DOUBLE_EQ(a.attn_kv_elems, 8192);
+    EXPECT_DOUBLE_EQ(a.attn_io_elems, 8192);
+    EXPECT_DOUBLE_EQ(a.saved_bytes, 24576);
+    EXPECT_DOUBLE_EQ(ring_attn.saved_bytes, 24576);
+    EXPECT_DOUBLE_EQ(l.transient_bytes, 0);
+}
+
+// Their times on the wire, by hand, on links of 1 GB/s and 1 us (scale-up) and 0.5 GB/s and 2 us
+// (scale-out), efficiency 1. cp 2 with the two ranks in two domains ({2, 1, 2}):
+// - ring: one hop of 16,384 B forward (32.768 + 2 us) and 32,768 B backward (65.536 + 2): 102.304 us;
+// - all_gather: three collectives of 32,768 B over 2 ranks, 1/2 x 32,768 / 0.5e9 + 2 us each:
+//   3 x 34.768 = 104.304 us, all exposed;
+// - ulysses: eight all-to-alls of 8,192 B, 1/2 x 8,192 / 0.5e9 + 2 us each: 8 x 10.192 = 81.536 us.
+// cp 4 as 2 + 2 over two domains ({4, 2, 2}): all_gather's 65,536 B gather is hierarchical, 1/2 x
+// 65,536 / 1e9 + 1 us in the domain, then each of the 2 NICs carries half: 1/2 x 32,768 / 0.5e9
+// + 2 us: 68.536 us each, 205.608 us for three (flat over 4 NICs in a row it would be 3/4 x
+// 65,536 / 0.5e9 + 3 x 2 us = 104.304 us each).
+TEST(LayerOpsTable, ContextParallelKindsByTheClock) {
+    SystemSpec sys = testing::system_preset("dgx-h100");
+    sys.scale_up = {};
+    sys.scale_up.bw_bytes_per_s = 1e9;
+    sys.scale_up.latency_s = 1e-6;
+    sys.scale_out = {};
+    sys.scale_out.bw_bytes_per_s = 0.5e9;
+    sys.scale_out.latency_s = 2e-6;
+    auto cp_time = [&](CpKind kind, int64_t cp, GroupSpan span, bool exposed) {
+        LayerShape s = cut();
+        s.cp = cp;
+        s.cp_kind = kind;
+        CommSpans spans;
+        spans.span[idx(CommGroup::cp)] = span;
+        const BlockCost b = cost_block(layer_ops(testing::tiny_gpt(), s, LayerKind::dense), sys, CostContext{}, spans,
+                                       Recompute::none, 0.0);
+        return exposed ? b.comm_exposed_s[idx(CommGroup::cp)] : b.comm_link_s[idx(CommGroup::cp)];
+    };
+    EXPECT_NEAR(cp_time(CpKind::ring, 2, {2, 1, 2}, false), 102.304e-6, 1e-15);
+    EXPECT_NEAR(cp_time(CpKind::all_gather, 2, {2, 1, 2}, false), 104.304e-6, 1e-15);
+    EXPECT_NEAR(cp_time(CpKind::all_gather, 2, {2, 1, 2}, true), 104.304e-6, 1e-15);
+    EXPECT_NEAR(cp_time(CpKind::ulysses, 2, {2, 1, 2}, false), 81.536e-6, 1e-15);
+    EXPECT_NEAR(cp_time(CpKind::ulysses, 2, {2, 1, 2}, true), 81.536e-6, 1e-15);
+    EXPECT_NEAR(cp_time(CpKind::all_gather, 4, {4, 2, 2}, false), 205.608e-6, 1e-15);
+    EXPECT_NEAR(cp_time(CpKind::all_gather, 4, {4, 1, 4}, false), 3 * 104.304e-6, 1e-15);
+}
+
+// All-gather CP's memory: Llama 3 70B, tp 8, cp 2, one sequence of 8,192 tokens: each rank makes
+// K and V for 4,096 tokens x 1 K/V head x (128 + 128) x 2 bytes = 2,097,152 bytes; backward holds
+// the gathered K/V and their full-length gradients, 2 x 2 x 2,097,152 = 8,388,608 bytes more than
+// the ring, whose saved activations are the same.
+TEST(LayerOpsTable, AllGatherHoldsTheWholeKeysAndValues) {
+    const char* base = R"({"model": {"preset": "llama3-70b"}, "system": {"preset": "dgx-h100"},
+                           "parallel": {"tp": 8, "cp": 2, "sequence_parallel": true}})";
+    auto ring = testing::load(base);
+    auto gather = testing::load(base, {"parallel.cp_kind=all_gather"});
+    ASSERT_TRUE(ring.ok() && gather.ok());
+    const TrainResult r = evaluate_training({ring->model, ring->system, ring->training}, ring->parallel);
+    const TrainResult g = evaluate_training({gather->model, gather->system, gather->training}, gather->parallel);
+    EXPECT_DOUBLE_EQ(g.memory.activations_bytes - r.memory.activations_bytes, 8388608);
+}
+
 // Without sequence parallelism: the column-parallel input's gradient is all-reduced in backward
 // (overlappable with the weight-gradient GEMM), the row-parallel output all-reduced forward.
 // The head adds the vocabulary-parallel loss's all-reduce of 3 fp32 values per token

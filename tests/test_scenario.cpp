@@ -64,6 +64,29 @@ TEST(Scenario, HbmStacksSetTheMemory) {
     EXPECT_DOUBLE_EQ(a100->system.accel.memory_bw_bytes_per_s, 2.3e12);
 }
 
+// parallel.order and parallel.cp_kind: read back as given; a misspelling names the field and
+// the nearest; Ulysses needs Llama 3 70B's 64 heads and 8 K/V heads to split over tp x cp: tp 2 x
+// cp 4 = 8 does, tp 4 x cp 4 = 16 does not (8 K/V heads), and the error says so.
+TEST(Scenario, RankOrderAndContextParallelKind) {
+    auto s = load(kBase, {"parallel.order=cp-tp-dp-pp", "parallel.cp_kind=all_gather", "parallel.cp=2"});
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->parallel.order, RankOrder::cp_tp_dp);
+    EXPECT_EQ(s->parallel.cp_kind, CpKind::all_gather);
+    EXPECT_EQ(load(kBase).value().parallel.order, RankOrder::tp_cp_dp);
+    EXPECT_EQ(load(kBase).value().parallel.cp_kind, CpKind::ring);
+    const InputError o = set_error("parallel.order=pp-tp-cp-dp");
+    EXPECT_EQ(o.path, "parallel.order");
+    EXPECT_TRUE(contains(o.allowed, "cp-tp-dp-pp")) << o.allowed;
+    EXPECT_EQ(set_error("parallel.cp_kind=allgather").path, "parallel.cp_kind");
+    EXPECT_TRUE(load(kBase, {"parallel.cp_kind=ulysses", "parallel.tp=2", "parallel.cp=4"}).ok());
+    const InputError u = error_of(kBase, {"parallel.cp_kind=ulysses", "parallel.tp=4", "parallel.cp=4"});
+    EXPECT_EQ(u.path, "parallel.cp_kind");
+    EXPECT_TRUE(contains(u.allowed, "model.kv_heads (8)")) << u.allowed;
+    EXPECT_TRUE(contains(u.allowed, "tp*cp (16)")) << u.allowed;
+    // At cp 1 the kind does nothing and is accepted.
+    EXPECT_TRUE(load(kBase, {"parallel.cp_kind=ulysses", "parallel.tp=8"}).ok());
+}
+
 TEST(Scenario, HbmErrorsNameTheField) {
     EXPECT_EQ(set_error("system.accelerator.hbm.generation=hbm5").path, "system.accelerator.hbm.generation");
     EXPECT_TRUE(contains(error_of(kBase, {"system.accelerator.hbm.generation=hbm9", "system.accelerator.hbm.stacks=4"}).allowed,

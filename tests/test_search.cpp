@@ -37,22 +37,28 @@ struct Brute {
 };
 
 // Every layout of `gpus` GPUs that build_scenario(Purpose::train) accepts, evaluated alone.
-// Sequence parallelism at tp 1 is the same layout as without it and is counted once.
+// Sequence parallelism at tp 1 is the same layout as without it and is counted once; so are the
+// context-parallel kinds at cp 1 (ring), and rank orders that place every group as an earlier
+// order of kRankOrders does (the default, tp-cp-dp-pp, first).
 Brute brute_force(const Json& doc, int64_t gpus, Objective obj, bool tp_within_domain) {
     const Scenario base = scenario_of(doc, Purpose::search);
     const ModelSpec& m = base.model;
     const std::vector<int64_t> eps = m.moe.enabled() ? divisors_of(m.moe.experts) : std::vector<int64_t>{1};
+    auto fixed = [&](const char* k) { return doc.contains("parallel") && doc.at("parallel").contains(k); };
     Brute b;
     for (int64_t tp : divisors_of(gpus))
         for (int64_t pp : divisors_of(gpus / tp))
             for (int64_t cp : divisors_of(gpus / tp / pp))
                 for (int64_t ep : eps)
+                  for (RankOrder order : kRankOrders)
+                   for (CpKind cp_kind : kCpKinds)
                     for (int64_t vp = 1; vp <= m.layers + 2; ++vp)  // splits may count 2 slots more
                         for (int64_t mb : divisors_of(base.training.global_batch))
                             for (int64_t zero = 0; zero <= 3; ++zero)
                                 for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
                                     for (bool sp : {false, true}) {
                                         if (sp && tp == 1) continue;
+                                        if (cp == 1 && cp_kind != CpKind::ring && !fixed("cp_kind")) continue;
                                         if (tp_within_domain && tp > base.system.used_per_domain()) continue;
                                         ParallelConfig p;
                                         p.tp = tp;
@@ -60,6 +66,18 @@ Brute brute_force(const Json& doc, int64_t gpus, Objective obj, bool tp_within_d
                                         p.cp = cp;
                                         p.dp = gpus / (tp * pp * cp);
                                         p.ep = ep;
+                                        p.order = order;
+                                        p.cp_kind = cp_kind;
+                                        {
+                                            bool repeated = false;
+                                            for (RankOrder earlier : kRankOrders) {
+                                                if (earlier == order) break;
+                                                ParallelConfig q = p;
+                                                q.order = earlier;
+                                                repeated = repeated || same_spans(place_groups(q, base.system), place_groups(p, base.system));
+                                            }
+                                            if (repeated && !fixed("order")) continue;
+                                        }
                                         p.vp = vp;
                                         p.microbatch = mb;
                                         p.zero = zero;
@@ -155,15 +173,39 @@ INSTANTIATE_TEST_SUITE_P(
         SmallSpace{"MixtralExperts", R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "seq_len": 8192}, "system": {"preset": "dgx-h100"},
                        "training": {"global_batch": 4, "precision": "bf16"}})",
                    8, false},
+        // Scale-up domains of 2: rank orders and context-parallel kinds change spans and costs
+        // (40 heads, 40 K/V heads: Ulysses fits every tp x cp of 8 GPUs).
+        SmallSpace{"OrdersAndCpKinds", R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb", "scale_up": {"domain_gpus": 2}},
+                       "training": {"global_batch": 4, "precision": "bf16"}})",
+                   8, false},
         // Fields given in the scenario are held fixed.
         SmallSpace{"FieldsHeldFixed", R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
-                       "parallel": {"pp": 1, "recompute": "selective", "microbatch": 2},
+                       "parallel": {"pp": 1, "recompute": "selective", "microbatch": 2, "order": "cp-tp-dp-pp", "cp_kind": "ulysses"},
                        "training": {"global_batch": 16, "precision": "bf16"}})",
                    8, true}),
     [](const ::testing::TestParamInfo<SmallSpace>& p) { return std::string(p.param.name); });
 
 constexpr const char* kGpt3 = R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
                                   "training": {"global_batch": 4096, "precision": "bf16"}})";
+
+// Rank orders are kept only where they place some group differently. 8 GPUs on one 8-GPU node:
+// every group of every order sits in the one domain, so the space is Megatron's order alone; on
+// nodes of 2 the other orders add layouts (cp-tp-dp-pp with tp 2, cp 2 splits tp across nodes).
+TEST(Search, OrdersOnlyWhereTheyMoveAGroup) {
+    const char* one = R"({"model": {"preset": "llama2-13b", "layers": 4, "seq_len": 8192}, "system": {"preset": "dgx-a100-40gb"},
+                          "training": {"global_batch": 4, "precision": "bf16"}})";
+    Json held = doc_of(one);
+    held["parallel"] = Json{{"order", "tp-cp-dp-pp"}};
+    const SearchResult all = run_search(doc_of(one), 8, Objective::step_time, false, 2, 4);
+    const SearchResult megatron = run_search(held, 8, Objective::step_time, false, 2, 4);
+    EXPECT_EQ(all.stats.candidates, megatron.stats.candidates);
+    Json two = doc_of(one);
+    two["system"]["scale_up"] = Json{{"domain_gpus", 2}};
+    Json two_held = two;
+    two_held["parallel"] = Json{{"order", "tp-cp-dp-pp"}};
+    EXPECT_GT(run_search(two, 8, Objective::step_time, false, 2, 4).stats.candidates,
+              run_search(two_held, 8, Objective::step_time, false, 2, 4).stats.candidates);
+}
 
 TEST(Search, ThreadCountDoesNotChangeTheAnswer) {
     const Json doc = doc_of(kGpt3);

@@ -57,6 +57,7 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
     LayoutConstraints f = key_held(Recompute::none);
     f.zero = 0;
     f.sequence_parallel = false;
+    f.order = RankOrder::tp_cp_dp;  // Megatron's; the other orders at the end
     const SearchOptions o = options(4, 100);
     const SearchResult r = search_layouts({m, sys, t}, f, o);
     // (tp, pp, dp): (1,1,4) (1,2,2) (2,1,2) (2,2,1) (4,1,1); pp 2 at tp 4 leaves half a GPU. Two
@@ -92,6 +93,20 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
     const SearchResult mb2 = search_layouts({m, sys, t}, f, o);
     EXPECT_EQ(mb2.stats.candidates, 7);
     EXPECT_EQ(mb2.stats.pruned_memory, 0);
+    // Every rank order: only tp 2 x dp 2 (pp 1) is placed differently by some of them. On domains
+    // of 2, dp-first orders put the dp pair in a domain and the tp pair across two; tp 1 or dp 1
+    // leaves one order. 8 + 1 = 9 layouts, the new one costed with its own layer costs (tp across).
+    f.microbatch = 1;
+    f.order.reset();
+    const SearchResult orders = search_layouts({m, sys, t}, f, o);
+    EXPECT_EQ(orders.stats.candidates, 9);
+    EXPECT_EQ(orders.stats.pruned_domain, 1);
+    EXPECT_EQ(orders.stats.pruned_memory, 1);
+    EXPECT_EQ(orders.stats.evaluated, 7);
+    EXPECT_EQ(orders.stats.layer_costings, 3);
+    EXPECT_EQ(std::count_if(orders.best.begin(), orders.best.end(),
+                            [](const SearchHit& h) { return h.layout.order != RankOrder::tp_cp_dp; }),
+              1);
 }
 
 // Nothing fits: the last progress report says there is no best (and a score of 0, not infinity).

@@ -122,19 +122,21 @@ std::string stats_text(const SearchStats& st, const SystemSpec& sys) {
 }
 
 std::string table_header(bool with_gpus, bool with_days) {
-    return fmt::format("\n {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10} {:>6} {:>10}{}\n", "#",
+    return fmt::format("\n {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10} {:>6} {:>10}{}  {:<11} {}\n", "#",
                        with_gpus ? fmt::format("{:>6} ", "gpus") : "", "tp", "pp", "dp", "cp", "ep", "vp", "SP", "mb", "ZeRO",
-                       "recompute", "step time", "tok/s/GPU", "MFU", "memory", with_days ? fmt::format(" {:>8}", "days") : "");
+                       "recompute", "step time", "tok/s/GPU", "MFU", "memory", with_days ? fmt::format(" {:>8}", "days") : "",
+                       "order", "cp kind");
 }
 
 std::string table_row(size_t rank, const SearchHit& h, bool with_gpus, double tokens) {
     const ParallelConfig& p = h.layout;
     const TrainResult& r = h.result;
-    return fmt::format(" {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10.1f} {:>5.1f}% {:>10}{}\n", rank,
+    return fmt::format(" {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10.1f} {:>5.1f}% {:>10}{}  {:<11} {}\n", rank,
                        with_gpus ? fmt::format("{:>6} ", r.gpus) : "", p.tp, p.pp, p.dp, p.cp, p.ep, p.vp,
                        p.sequence_parallel ? "on" : "-", p.microbatch, p.zero, to_string(p.recompute), seconds(r.step_time_s),
                        r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.memory.peak_bytes_per_gpu),
-                       tokens > 0 ? fmt::format(" {:>8.1f}", tokens / r.tokens_per_s / 86400.0) : "");
+                       tokens > 0 ? fmt::format(" {:>8.1f}", tokens / r.tokens_per_s / 86400.0) : "", to_string(p.order),
+                       p.cp > 1 ? to_string(p.cp_kind) : "-");
 }
 
 // One header, also when nothing was found: its columns are those of any result of this scenario.

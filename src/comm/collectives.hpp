@@ -15,6 +15,7 @@ struct GroupSpan {
     int64_t size = 1;
     int64_t local = 1;
     int64_t remote = 1;
+    bool operator==(const GroupSpan&) const = default;
 };
 
 // One collective on one GPU: its time and the bytes it sends over each level (what the energy

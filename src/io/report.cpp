@@ -55,7 +55,8 @@ std::string find_non_finite(const Json& j, const std::string& path) {
 Json parallel_json(const ParallelConfig& p) {
     Json j{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.expert_tp()}, {"vp", p.vp},
            {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
-           {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}};
+           {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}, {"order", to_string(p.order)},
+           {"cp_kind", to_string(p.cp_kind)}};
     if (p.split == PipelineSplit::first_last) {
         j["first_stage_layers"] = p.first_stage_layers;
         j["last_stage_layers"] = p.last_stage_layers;
@@ -177,6 +178,9 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
                      p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
                      p.zero, to_string(p.recompute), to_string(s.training.precision));
+    // Shown only where they differ from Megatron's defaults, so existing reports read as before.
+    if (p.order != RankOrder::tp_cp_dp || (p.cp > 1 && p.cp_kind != CpKind::ring))
+        o += fmt::format("Ranks: order {}  context parallelism {}\n", to_string(p.order), to_string(p.cp_kind));
     o += fmt::format("\n  step time            {:>12}\n", seconds(r.step_time_s));
     o += fmt::format("  tokens/s             {:>12.0f}   ({:.1f} per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
     // MFU is against the peak of the math precision: an fp8 or fp4 peak is 2x or 4x the bf16 one.

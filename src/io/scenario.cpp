@@ -10,6 +10,7 @@
 #include "io/provenance.hpp"
 #include "io/technology_reader.hpp"
 #include "io/read_file.hpp"
+#include "model/ops.hpp"
 #include "parallel/pipeline_split.hpp"
 
 namespace sm {
@@ -431,7 +432,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero", "recompute",
-                                       "offload", "first_stage_layers", "last_stage_layers"};
+                                       "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
     ParallelConfig p;
@@ -460,6 +461,13 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
             p.split = ps;
             given.insert("pipeline_split");
         }
+    const std::string order = r.choice("order", "tp-cp-dp-pp", {"tp-cp-dp-pp", "tp-dp-cp-pp", "cp-tp-dp-pp", "cp-dp-tp-pp",
+                                                                 "dp-tp-cp-pp", "dp-cp-tp-pp"});
+    for (RankOrder o : kRankOrders)
+        if (order == to_string(o)) p.order = o;
+    const std::string cp_kind = r.choice("cp_kind", "ring", {"ring", "all_gather", "ulysses"});
+    for (CpKind k : kCpKinds)
+        if (cp_kind == to_string(k)) p.cp_kind = k;
     p.first_stage_layers = r.integer("first_stage_layers", 0, 0, 100000);
     p.last_stage_layers = r.integer("last_stage_layers", 0, 0, 100000);
     r.finish();
@@ -585,6 +593,12 @@ void check_training_layout(const Scenario& s) {
     if (p.vp > 1 && p.pp == 1) fail("parallel.vp", std::to_string(p.vp), "interleaving (vp > 1) needs pp > 1");
     check_pipeline_split(m, p);
     require_divides(p.cp, m.seq_len, "parallel.cp", "model.seq_len");
+    if (p.cp > 1 && p.cp_kind == CpKind::ulysses && !ulysses_fits(m, p.tp, p.cp))
+        fail("parallel.cp_kind", "\"ulysses\"",
+             m.attention_kind == AttentionKind::mla
+                 ? fmt::format("needs model.heads ({}) divisible by tp*cp ({}): Ulysses shards the heads", m.heads, p.tp * p.cp)
+                 : fmt::format("needs model.heads ({}) and model.kv_heads ({}) divisible by tp*cp ({}): Ulysses shards the heads",
+                               m.heads, m.kv_heads, p.tp * p.cp));
     if (s.training.global_batch % (p.dp * p.microbatch) != 0)
         fail("training.global_batch", std::to_string(s.training.global_batch),
              fmt::format("must be a multiple of dp*microbatch ({})", p.dp * p.microbatch));

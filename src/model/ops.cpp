@@ -1,6 +1,7 @@
 #include "model/ops.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace sm {
 
@@ -183,13 +184,62 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
     out.ops.push_back(av);
 }
 
-// Ring attention (context parallelism): K and V chunks travel cp-1 hops forward; backward sends
-// them again with their gradients. Each hop hides behind the attention of the previous chunk.
-void cp_ring(LayerOps& out, const LayerShape& s, double kv_bytes_local) {
-    if (s.cp <= 1) return;
-    const double hops = static_cast<double>(s.cp - 1);
-    out.comms.push_back({"cp_kv_ring", Collective::p2p, CommGroup::cp, Pass::fwd, kv_bytes_local, hops, true});
-    out.comms.push_back({"cp_kv_ring_grad", Collective::p2p, CommGroup::cp, Pass::bwd, 2.0 * kv_bytes_local, hops, true});
+// The attention core under context parallelism and the K/V traffic of s.cp_kind. `a`: this
+// tensor-parallel rank's heads; each context-parallel rank holds T/cp tokens of Q, K and V.
+void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const Heads& a) {
+    if (s.cp <= 1) {
+        attention(out, m, s, d, a);
+        return;
+    }
+    const double cp = static_cast<double>(s.cp);
+    const double kv_local = d.tokens * a.kv * (a.qk_dim + a.v_dim) * d.e;  // K and V produced here
+    switch (s.cp_kind) {
+        case CpKind::ring:
+            // Ring attention: K and V chunks travel cp-1 hops forward; backward sends them again
+            // with their gradients. Each hop hides behind the attention of the previous chunk.
+            out.comms.push_back({"cp_kv_ring", Collective::p2p, CommGroup::cp, Pass::fwd, kv_local, cp - 1.0, true});
+            out.comms.push_back({"cp_kv_ring_grad", Collective::p2p, CommGroup::cp, Pass::bwd, 2.0 * kv_local, cp - 1.0, true});
+            attention(out, m, s, d, a);
+            return;
+        case CpKind::all_gather:
+            // Transformer Engine's AttnFuncWithCPAndKVAllGather (Megatron-Core cp_comm_type
+            // "all_gather"; Llama 3 sec. 3.3.2): the whole K/V gathered before attention ("KV
+            // all-gather between CP ranks is exposed"), only the local K/V saved, so backward
+            // gathers them again and reduce-scatters the full-length dK/dV. A hierarchical
+            // collective: every NIC of the domain carries a share of the cross-domain phase.
+            // Backward holds the gathered K/V and their full-length gradients at once.
+            out.comms.push_back({"cp_kv_all_gather", Collective::all_gather, CommGroup::cp, Pass::fwd, cp * kv_local, 1, false});
+            out.comms.push_back({"cp_kv_regather", Collective::all_gather, CommGroup::cp, Pass::bwd, cp * kv_local, 1, false});
+            out.comms.push_back(
+                {"cp_dkv_reduce_scatter", Collective::reduce_scatter, CommGroup::cp, Pass::bwd, cp * kv_local, 1, false});
+            out.transient_bytes = 2.0 * cp * kv_local;
+            attention(out, m, s, d, a);
+            return;
+        case CpKind::ulysses: {
+            // DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-alls turn Q, K, V from T/cp tokens x
+            // all of the rank's heads into T tokens x 1/cp of them, attention runs on the whole
+            // sequence, and O goes back; backward runs the four transposed. Not overlapped
+            // (DeepSpeed's and TE's "a2a" are blocking). Each buffer is the local tensor.
+            const double q = d.tokens * a.q * a.qk_dim * d.e, o = d.tokens * a.q * a.v_dim * d.e;
+            const double k = d.tokens * a.kv * a.qk_dim * d.e, v = d.tokens * a.kv * a.v_dim * d.e;
+            const std::pair<std::string_view, double> fwd[] = {
+                {"cp_a2a_q", q}, {"cp_a2a_k", k}, {"cp_a2a_v", v}, {"cp_a2a_o", o}};
+            const std::pair<std::string_view, double> bwd[] = {
+                {"cp_a2a_o_grad", o}, {"cp_a2a_q_grad", q}, {"cp_a2a_k_grad", k}, {"cp_a2a_v_grad", v}};
+            for (const auto& [name, bytes] : fwd)
+                out.comms.push_back({name, Collective::all_to_all, CommGroup::cp, Pass::fwd, bytes, 1, false});
+            for (const auto& [name, bytes] : bwd)
+                out.comms.push_back({name, Collective::all_to_all, CommGroup::cp, Pass::bwd, bytes, 1, false});
+            // The core on T tokens and heads / cp: the same FLOP and saved bytes, K/V read once
+            // per head of this rank's 1/cp.
+            LayerShape whole = s;
+            whole.q_len *= cp;
+            Dims dw = d;
+            dw.tokens *= cp;
+            attention(out, m, whole, dw, {a.q / cp, a.kv / cp, a.qk_dim, a.v_dim});
+            return;
+        }
+    }
 }
 
 void rope(LayerOps& out, const Dims& d, double elems_per_token) {
@@ -205,8 +255,7 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
     weight_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv);
     if (m.position == PositionKind::rope) rope(out, d, (d.heads + d.kv_heads) * d.d);
-    cp_ring(out, s, 2.0 * d.tokens * d.kv_heads * d.d * d.e);
-    attention(out, m, s, d, {d.heads, d.kv_heads, d.d, d.d});
+    cp_attention(out, m, s, d, {d.heads, d.kv_heads, d.d, d.d});
     weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * d.d, 1}, d.tokens * d.heads * d.d * d.e,
                 LoraTarget::linear_proj);
 }
@@ -253,8 +302,7 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     } else {
         weight_gemm(out, s, "kv_up_proj", {d.tokens, d.heads * (nope + v), kv_lat, 1}, d.tokens_sp * kv_lat * d.e, qkv);
         rope(out, d, (d.heads + 1.0) * rope_dim);  // the query's RoPE part per head, one shared RoPE key
-        cp_ring(out, s, d.tokens * d.heads * (qk + v) * d.e);
-        attention(out, m, s, d, {d.heads, d.heads, qk, v});
+        cp_attention(out, m, s, d, {d.heads, d.heads, qk, v});
     }
     weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * v, 1}, d.tokens * d.heads * v * d.e,
                 LoraTarget::linear_proj);
@@ -337,6 +385,12 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
 }
 
 }  // namespace
+
+bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp) {
+    const int64_t ranks = tp * cp;
+    // MLA attends with one K/V per query head.
+    return m.heads % ranks == 0 && (m.attention_kind == AttentionKind::mla || m.kv_heads % ranks == 0);
+}
 
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
     return std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(tp));

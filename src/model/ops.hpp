@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
+#include "parallel/parallel_config.hpp"
 
 namespace sm {
 
@@ -66,6 +67,7 @@ struct LayerShape {
     double causal_fraction = 1;// fraction of the q x kv score matrix actually computed
     int64_t tp = 1;
     int64_t cp = 1;
+    CpKind cp_kind = CpKind::ring;  // how context parallelism exchanges K/V (ParallelConfig)
     int64_t ep = 1;
     int64_t etp = 0;           // expert tensor parallelism: 0 = tp, 1 = experts whole (ParallelConfig)
     bool sequence_parallel = false;
@@ -79,6 +81,8 @@ struct LayerOps {
     std::vector<Op> ops;
     std::vector<CommOp> comms;
     double input_bytes = 0;  // the block's input activation: what full recompute keeps
+    // Held only while the block runs (all-gather context parallelism's gathered K/V and dK/dV).
+    double transient_bytes = 0;
 };
 
 // One transformer block of kind `kind` (dense FFN or mixture of experts).
@@ -87,6 +91,10 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind);
 LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s);
 // Final norm, LM head and loss (last pipeline stage). `with_loss`: training only.
 LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss);
+
+// Whether DeepSpeed-Ulysses context parallelism can shard the heads over tp x cp ranks: query
+// heads and K/V heads (MLA: query heads) divisible by tp * cp.
+bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp);
 
 // Tensor-parallel shard of the KV heads: replicated when there are fewer KV heads than ranks.
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp);

@@ -51,6 +51,43 @@ constexpr std::string_view to_string(PipelineSplit s) {
     return "even";
 }
 
+// Which groups fill a scale-up domain first (parallel.order): the rank layout's digits from the
+// fastest, tp/cp/dp in any order, pp always outermost (Megatron-Core keeps pp last in its default
+// order, and a stage of contiguous ranks is what the expert layers re-cut: placement.hpp).
+enum class RankOrder : uint8_t { tp_cp_dp, tp_dp_cp, cp_tp_dp, cp_dp_tp, dp_tp_cp, dp_cp_tp };
+inline constexpr RankOrder kRankOrders[] = {RankOrder::tp_cp_dp, RankOrder::tp_dp_cp, RankOrder::cp_tp_dp,
+                                            RankOrder::cp_dp_tp, RankOrder::dp_tp_cp, RankOrder::dp_cp_tp};
+
+constexpr std::string_view to_string(RankOrder o) {
+    switch (o) {
+        case RankOrder::tp_cp_dp: return "tp-cp-dp-pp";
+        case RankOrder::tp_dp_cp: return "tp-dp-cp-pp";
+        case RankOrder::cp_tp_dp: return "cp-tp-dp-pp";
+        case RankOrder::cp_dp_tp: return "cp-dp-tp-pp";
+        case RankOrder::dp_tp_cp: return "dp-tp-cp-pp";
+        case RankOrder::dp_cp_tp: return "dp-cp-tp-pp";
+    }
+    return "tp-cp-dp-pp";
+}
+
+// How context parallelism exchanges K/V (parallel.cp_kind; ops.cpp costs each):
+// ring: K/V chunks passed cp-1 hops, each hidden behind a chunk's attention (ring attention);
+// all_gather: K/V gathered over the cp group before attention, dK/dV reduce-scattered after
+// (Megatron-Core / Transformer Engine cp_comm_type "all_gather", Llama 3 sec. 3.3.2; exposed);
+// ulysses: all-to-all from sequence to head sharding before attention and back after
+// (DeepSpeed-Ulysses, Jacobs et al. 2023; TE's "a2a"; exposed).
+enum class CpKind : uint8_t { ring, all_gather, ulysses };
+inline constexpr CpKind kCpKinds[] = {CpKind::ring, CpKind::all_gather, CpKind::ulysses};
+
+constexpr std::string_view to_string(CpKind k) {
+    switch (k) {
+        case CpKind::ring: return "ring";
+        case CpKind::all_gather: return "all_gather";
+        case CpKind::ulysses: return "ulysses";
+    }
+    return "ring";
+}
+
 struct ParallelConfig {
     int64_t tp = 1;
     int64_t pp = 1;
@@ -68,6 +105,8 @@ struct ParallelConfig {
     Recompute recompute = Recompute::none;
     Offload offload = Offload::none;  // held fixed by the search
     PipelineSplit split = PipelineSplit::even;
+    RankOrder order = RankOrder::tp_cp_dp;
+    CpKind cp_kind = CpKind::ring;
     int64_t first_stage_layers = 0;  // first_last split: 0 = the first GPU is a middle one
     int64_t last_stage_layers = 0;   // first_last split: 0 = the last GPU is a middle one
 

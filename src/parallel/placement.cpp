@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <vector>
 
 namespace sm {
 
@@ -76,18 +77,111 @@ GroupSpan place_group(int64_t stride, int64_t size, int64_t gpus, int64_t used) 
     return worst;
 }
 
+namespace {
+
+// Runs of `inner` consecutive ranks, `outer` of them `inner x gap` ranks apart: the dp x cp group
+// when tp sits between cp and dp in the order (cp-tp-dp-pp: inner cp, gap tp, outer dp). Groups
+// start at t inner + q stage (t < gap, q < gpus / stage, stage = inner gap outer). A group's
+// members per domain depend only on its start mod `used`, so each such residue is walked once,
+// domain by domain (O(stage / used + used) in all): not a hot path, the search places each
+// layout once when it plans.
+GroupSpan place_blocks(int64_t inner, int64_t gap, int64_t outer, int64_t gpus, int64_t used) {
+    const int64_t size = inner * outer;
+    if (size <= 1) return {1, 1, 1};
+    if (inner == 1) return place_group(gap, outer, gpus, used);
+    if (outer == 1) return place_group(1, inner, gpus, used);
+    if (gap == 1) return place_group(1, size, gpus, used);
+    if (gpus <= used) return {size, size, 1};
+    const int64_t step = inner * gap;  // from one run to the next
+    const int64_t stage = step * outer;
+    const int64_t stages = gpus / stage;
+    GroupSpan worst{size, size, 1};
+    std::vector<char> seen(static_cast<size_t>(used), 0);
+    const int64_t periods = std::min(stages, used / std::gcd(stage, used));
+    for (int64_t q = 0; q < periods; ++q)
+        for (int64_t t = 0; t < gap; ++t) {
+            const int64_t a = t * inner + q * stage;
+            char& mark = seen[static_cast<size_t>(a % used)];
+            if (mark) continue;
+            mark = 1;
+            // Members below rank x.
+            auto below = [&](int64_t x) -> int64_t {
+                const int64_t y = x - a;
+                if (y <= 0) return 0;
+                const int64_t j = y / step;
+                return j >= outer ? size : j * inner + std::min(y % step, inner);
+            };
+            const int64_t d0 = a / used, d1 = (a + step * (outer - 1) + inner - 1) / used;
+            GroupSpan g{size, size, 0};
+            for (int64_t d = d0; d <= d1; ++d) {
+                const int64_t in = below((d + 1) * used) - below(d * used);
+                if (in == 0) continue;
+                g.local = std::min(g.local, in);
+                ++g.remote;
+            }
+            if (slower(g, worst)) worst = g;
+        }
+    return worst;
+}
+
+}  // namespace
+
+RankStrides rank_strides(const ParallelConfig& p) {
+    // The three inner digits from the fastest; pp is always the outermost.
+    CommGroup digits[3] = {CommGroup::tp, CommGroup::cp, CommGroup::dp};
+    switch (p.order) {
+        case RankOrder::tp_cp_dp: break;
+        case RankOrder::tp_dp_cp: digits[1] = CommGroup::dp, digits[2] = CommGroup::cp; break;
+        case RankOrder::cp_tp_dp: digits[0] = CommGroup::cp, digits[1] = CommGroup::tp; break;
+        case RankOrder::cp_dp_tp: digits[0] = CommGroup::cp, digits[1] = CommGroup::dp, digits[2] = CommGroup::tp; break;
+        case RankOrder::dp_tp_cp: digits[0] = CommGroup::dp, digits[1] = CommGroup::tp, digits[2] = CommGroup::cp; break;
+        case RankOrder::dp_cp_tp: digits[0] = CommGroup::dp, digits[1] = CommGroup::cp, digits[2] = CommGroup::tp; break;
+    }
+    auto size_of = [&](CommGroup g) { return g == CommGroup::tp ? p.tp : g == CommGroup::cp ? p.cp : p.dp; };
+    RankStrides r;
+    int64_t stride = 1;
+    for (CommGroup g : digits) {
+        (g == CommGroup::tp ? r.tp : g == CommGroup::cp ? r.cp : r.dp) = stride;
+        stride *= size_of(g);
+    }
+    r.pp = stride;
+    return r;
+}
+
+LayerSpans place_layer_groups(const ParallelConfig& p, const SystemSpec& s) {
+    const int64_t n = p.gpus();
+    const int64_t u = s.used_per_domain();
+    const RankStrides st = rank_strides(p);
+    LayerSpans l;
+    l.tp = place_group(st.tp, p.tp, n, u);
+    l.cp = place_group(st.cp, p.cp, n, u);
+    // Megatron-Core's expert rank generator (parallel_state.py: etp, ep, dp with cp = 1, order
+    // tp-cp-ep-dp-pp) folds tp x dp x cp and takes ep next to etp: expert groups are etp ranks
+    // apart (tp apart by default; consecutive ranks when experts are whole, etp 1). With pp
+    // outermost a stage is a block of contiguous ranks, so whatever the dense order, the expert
+    // layers re-cut the same ranks the same way: etp fastest, then ep, then the expert replicas.
+    l.ep = place_group(p.expert_tp(), p.ep, n, u);
+    return l;
+}
+
 CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     CommSpans c;
     const int64_t n = p.gpus();
     const int64_t u = s.used_per_domain();
-    c.span[idx(CommGroup::tp)] = place_group(1, p.tp, n, u);
-    c.span[idx(CommGroup::cp)] = place_group(p.tp, p.cp, n, u);
-    // Megatron-Core's expert rank generator (parallel_state.py: etp, ep, dp with cp = 1, order
-    // tp-cp-ep-dp-pp) folds tp x dp x cp and takes ep next to etp: expert groups are etp ranks
-    // apart (tp apart by default; consecutive ranks when experts are whole, etp 1).
-    c.span[idx(CommGroup::ep)] = place_group(p.expert_tp(), p.ep, n, u);
-    c.span[idx(CommGroup::dp)] = place_group(p.tp, p.dp * p.cp, n, u);  // gradients reduce over dp x cp
-    c.span[idx(CommGroup::pp)] = place_group(p.tp * p.cp * p.dp, p.pp, n, u);
+    const RankStrides st = rank_strides(p);
+    const LayerSpans l = place_layer_groups(p, s);
+    c.span[idx(CommGroup::tp)] = l.tp;
+    c.span[idx(CommGroup::cp)] = l.cp;
+    c.span[idx(CommGroup::ep)] = l.ep;
+    // Gradients reduce over dp x cp: one strided run when either is 1 or the two digits are
+    // neighbours, runs of the inner one with tp's ranks between them otherwise.
+    const bool tp_between = p.tp > 1 && st.tp > std::min(st.cp, st.dp) && st.tp < std::max(st.cp, st.dp);
+    c.span[idx(CommGroup::dp)] = p.cp == 1     ? place_group(st.dp, p.dp, n, u)
+                                 : p.dp == 1   ? place_group(st.cp, p.cp, n, u)
+                                 : !tp_between ? place_group(std::min(st.cp, st.dp), p.dp * p.cp, n, u)
+                                 : st.cp < st.dp ? place_blocks(p.cp, p.tp, p.dp, n, u)
+                                                 : place_blocks(p.dp, p.tp, p.cp, n, u);
+    c.span[idx(CommGroup::pp)] = place_group(st.pp, p.pp, n, u);
     // Ranks etp x ep apart hold the same experts (Megatron's expert rank order tp-ep-dp-pp).
     c.expert_dp = p.experts_have_own_replicas() ? place_group(p.expert_tp() * p.ep, p.expert_replicas(), n, u)
                                                 : c.span[idx(CommGroup::dp)];

@@ -32,8 +32,30 @@ struct CommSpans {
 // When groups straddle domains unevenly, `size` != local x remote.
 GroupSpan place_group(int64_t stride, int64_t size, int64_t gpus, int64_t used);
 
-// Ranks are laid out tp fastest, then cp, dp, pp: Megatron's order; ep is carved out of the
-// dp x cp ranks next to tp.
+// The stride of each group's digit in the rank layout of p.order (tp-cp-dp-pp: tp 1, cp tp,
+// dp tp x cp, pp tp x cp x dp).
+struct RankStrides {
+    int64_t tp = 1, cp = 1, dp = 1, pp = 1;
+};
+RankStrides rank_strides(const ParallelConfig& p);
+
+// The groups a layer's own collectives use: all that costing a layer needs of the placement.
+struct LayerSpans {
+    GroupSpan tp, cp, ep;
+    bool operator==(const LayerSpans&) const = default;
+};
+LayerSpans place_layer_groups(const ParallelConfig& p, const SystemSpec& s);
+
+// Ranks are laid out in p.order, fastest digit first (Megatron's tp-cp-dp-pp by default), pp
+// always outermost. Every tp, cp, dp and pp group is one strided run (place_group); the
+// gradients' dp x cp group is one too when cp and dp are neighbours in the order, else runs of
+// the inner one with the tp ranks between (cp-tp-dp-pp, dp-tp-cp-pp), placed exactly as well.
+// Expert layers (ep, etp, expert replicas) re-cut each stage's tp x cp x dp ranks etp fastest,
+// then ep, then the replicas, whatever the dense order: ep is carved out of dp x cp next to tp
+// (out of tp x dp x cp when etp = 1), as Megatron-Core's expert rank generator does.
 CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s);
+
+// Whether two placements cost every collective alike: a layout under either order is the same.
+inline bool same_spans(const CommSpans& a, const CommSpans& b) { return a.span == b.span && a.expert_dp == b.expert_dp; }
 
 }  // namespace sm

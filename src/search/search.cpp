@@ -7,8 +7,10 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "io/int_list.hpp"
+#include "model/ops.hpp"
 
 namespace sm {
 
@@ -37,21 +39,33 @@ namespace {
 bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || *fixed == v; }
 
 // How the GPUs are cut, without the per-micro-batch and schedule choices: one entry per
-// (tp, cp, ep, pp) with dp = gpus / (tp cp pp). Grouped by (tp, cp, ep) so a task (one
-// layer key) walks a contiguous range.
+// (tp, cp, ep, pp) with dp = gpus / (tp cp pp). Grouped by (tp, cp, ep) so a task walks a
+// contiguous range.
 struct Shape {
     int64_t tp, cp, ep, pp, dp;
     size_t vp_begin, vp_count;               // into Plan::vps: (vp, split) pairs
+    size_t place_begin, place_count;         // into Plan::places: the rank orders kept
     std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
 };
 
-// One layer key: everything cost_layers depends on. Its layouts are the shapes in
-// [shape_begin, shape_end) whose dp admits the micro-batch, times ZeRO stages, times vp.
+// A rank order of a shape and where it puts every group. Orders that place every group of the
+// shape as an earlier one does give the same layout in every figure and are not kept (tp-cp-dp-pp
+// comes first: the default wins ties).
+struct Placement {
+    RankOrder order;
+    CommSpans spans;
+    LayerSpans layer;  // what cost_layers depends on: layouts sharing it share the layer costs
+};
+
+// One layer key but the placement: everything cost_layers depends on besides the tp, cp and ep
+// groups' spans. Its layouts are the shapes in [shape_begin, shape_end) whose dp admits the
+// micro-batch, times their placements, times ZeRO stages, times vp.
 struct Task {
     size_t shape_begin, shape_end;
     bool sp;
     Recompute recompute;
     int64_t microbatch;
+    CpKind cp_kind;
     int64_t layouts;
 };
 
@@ -63,6 +77,7 @@ struct Interleave {
 struct Plan {
     std::vector<Shape> shapes;
     std::vector<Interleave> vps;
+    std::vector<Placement> places;
     std::vector<int64_t> zeros;
     std::vector<Task> tasks;
     int64_t candidates = 0, pruned_domain = 0;
@@ -96,6 +111,36 @@ double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, 
     return assemble_step(c, p, LayerCosts{}).memory.peak_bytes_per_gpu;
 }
 
+// The rank orders of shape s that place some group differently from every order before them.
+void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& plan, Shape& s) {
+    s.place_begin = plan.places.size();
+    ParallelConfig q;
+    q.tp = s.tp;
+    q.cp = s.cp;
+    q.ep = s.ep;
+    q.pp = s.pp;
+    q.dp = s.dp;
+    for (RankOrder o : kRankOrders) {
+        if (f.order && *f.order != o) continue;
+        q.order = o;
+        const CommSpans spans = place_groups(q, c.system);
+        bool seen = false;
+        for (size_t i = s.place_begin; i < plan.places.size() && !seen; ++i) seen = same_spans(plan.places[i].spans, spans);
+        if (seen) continue;
+        plan.places.push_back(
+            {o, spans, {spans.span[idx(CommGroup::tp)], spans.span[idx(CommGroup::cp)], spans.span[idx(CommGroup::ep)]}});
+    }
+    s.place_count = plan.places.size() - s.place_begin;
+}
+
+// The ways context parallelism of degree cp exchanges K/V in this space: one at cp 1 (they do
+// not differ), Ulysses only where the heads split over tp x cp.
+bool cp_kind_allowed(const ModelSpec& m, const LayoutConstraints& f, int64_t tp, int64_t cp, CpKind k) {
+    if (f.cp_kind) return *f.cp_kind == k && (k != CpKind::ulysses || cp == 1 || ulysses_fits(m, tp, cp));
+    if (cp == 1) return k == CpKind::ring;
+    return k != CpKind::ulysses || ulysses_fits(m, tp, cp);
+}
+
 Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOptions& o) {
     const ModelSpec& m = c.model;
     const int64_t n = o.gpus;
@@ -121,7 +166,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                     const int64_t dp = n / (tp * cp * pp);
                     if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
                     if ((dp * cp) % ep != 0) continue;
-                    Shape s{tp, cp, ep, pp, dp, plan.vps.size(), 0, {}};
+                    Shape s{tp, cp, ep, pp, dp, plan.vps.size(), 0, 0, 0, {}};
                     // Every interleaving the model admits, each with its split: the named one, or
                     // what `auto` gives (even, else Megatron's embedding/loss accounting, else
                     // DeepSpeed's uniform split).
@@ -138,6 +183,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                     }
                     s.vp_count = plan.vps.size() - s.vp_begin;
                     if (s.vp_count == 0) continue;
+                    add_placements(c, f, plan, s);
                     // A lower bound over the shape's splits: the smallest of theirs. A GPU's
                     // layers under one split do not depend on vp (L/pp even, (L+2)/pp - 1 at the
                     // ends with the slots), so one vp per split is costed.
@@ -163,7 +209,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     const std::vector<int64_t> microbatches = divisors(gb);
     const auto n_zero = static_cast<int64_t>(plan.zeros.size());
     for (const Group& g : groups) {
-        const int64_t tp = plan.shapes[g.begin].tp;
+        const int64_t tp = plan.shapes[g.begin].tp, cp = plan.shapes[g.begin].cp;
         // Sequence parallelism splits the tensor-parallel group's activations: no-op at tp 1.
         for (bool sp : {false, true}) {
             if (f.sequence_parallel ? *f.sequence_parallel != sp : (sp && tp == 1)) continue;
@@ -171,16 +217,20 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                 if (f.recompute && *f.recompute != rc) continue;
                 for (int64_t mb : microbatches) {
                     if (!allowed(f.microbatch, mb)) continue;
-                    Task t{g.begin, g.end, sp, rc, mb, 0};
-                    for (size_t i = g.begin; i < g.end; ++i)
-                        if (admits(plan.shapes[i], gb, mb)) t.layouts += n_zero * static_cast<int64_t>(plan.shapes[i].vp_count);
-                    if (t.layouts == 0) continue;
-                    plan.candidates += t.layouts;
-                    if (o.tp_within_domain && tp > c.system.used_per_domain()) {
-                        plan.pruned_domain += t.layouts;
-                        continue;
+                    for (CpKind kind : kCpKinds) {
+                        if (!cp_kind_allowed(m, f, tp, cp, kind)) continue;
+                        Task t{g.begin, g.end, sp, rc, mb, kind, 0};
+                        for (size_t i = g.begin; i < g.end; ++i)
+                            if (admits(plan.shapes[i], gb, mb))
+                                t.layouts += n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
+                        if (t.layouts == 0) continue;
+                        plan.candidates += t.layouts;
+                        if (o.tp_within_domain && tp > c.system.used_per_domain()) {
+                            plan.pruned_domain += t.layouts;
+                            continue;
+                        }
+                        plan.tasks.push_back(t);
                     }
-                    plan.tasks.push_back(t);
                 }
             }
         }
@@ -209,11 +259,30 @@ private:
     std::vector<SearchHit> hits_;
 };
 
+// Layer costs of the current task by the placement of the layer's groups: one cost_layers per
+// distinct LayerSpans. Storage reserved once per worker: looking up allocates nothing.
+class LayerCostCache {
+public:
+    LayerCostCache() { entries_.reserve(64); }
+    void clear() { entries_.clear(); }
+    // nullptr when not yet costed.
+    [[nodiscard]] const LayerCosts* find(const LayerSpans& key) const {
+        for (const auto& [k, v] : entries_)
+            if (k == key) return &v;
+        return nullptr;
+    }
+    const LayerCosts& add(const LayerSpans& key, const LayerCosts& costs) { return entries_.emplace_back(key, costs).second; }
+
+private:
+    std::vector<std::pair<LayerSpans, LayerCosts>> entries_;
+};
+
 // Everything one thread writes, on its own cache lines. The atomics are published once per
 // task for the progress bar; the counters themselves are private.
 struct alignas(64) Worker {
     explicit Worker(size_t k) : top(k) {}
     TopK top;
+    LayerCostCache costs;
     SearchStats stats;
     std::atomic<int64_t> done{0};
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
@@ -232,8 +301,9 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
     p.sequence_parallel = t.sp;
     p.recompute = t.recompute;
     p.microbatch = t.microbatch;
+    p.cp_kind = t.cp_kind;
     p.offload = f.offload;
-    std::optional<LayerCosts> costs;  // one cost_layers per key, only if some layout needs it
+    w.costs.clear();  // costed only if some layout needs them
     for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
         const Shape& s = plan.shapes[i];
         if (!admits(s, gb, t.microbatch)) continue;
@@ -243,33 +313,39 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
         p.ep = s.ep;
         p.pp = s.pp;
         p.dp = s.dp;
-        double floor = -1;  // not yet computed
-        for (int64_t z : plan.zeros) {
-            if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
-                w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
-                continue;
-            }
-            p.zero = z;
-            if (!costs) {
-                costs = cost_layers(c, p);
-                ++w.stats.layer_costings;
-            }
-            // The floor holds for every ZeRO stage and vp of this shape; relative slack because it
-            // sums the step's terms in another order.
-            if (floor_prunes && floor < 0) floor = step_time_floor_s(c, p, *costs);
-            if (floor_prunes && floor > w.top.worst() * (1.0 + 1e-12)) {
-                w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
-                continue;
-            }
-            for (size_t v = 0; v < s.vp_count; ++v) {
-                p.vp = plan.vps[s.vp_begin + v].vp;
-                p.split = plan.vps[s.vp_begin + v].split;
-                const TrainResult r = assemble_step(c, p, *costs, plan.params);
-                ++w.stats.evaluated;
-                if (!r.fits_in_memory) continue;
-                ++w.stats.feasible;
-                const double score = objective_score(obj, r);
-                if (w.top.wants(score)) w.top.offer({p, r, score});
+        for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
+            const Placement& place = plan.places[pl];
+            p.order = place.order;
+            const LayerCosts* costs = nullptr;
+            double floor = -1;  // not yet computed
+            for (int64_t z : plan.zeros) {
+                if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
+                    w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
+                    continue;
+                }
+                p.zero = z;
+                if (!costs) costs = w.costs.find(place.layer);
+                if (!costs) {
+                    costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer));
+                    ++w.stats.layer_costings;
+                }
+                // The floor holds for every ZeRO stage and vp of this shape and placement; relative
+                // slack because it sums the step's terms in another order.
+                if (floor_prunes && floor < 0) floor = step_time_floor_s(c, p, *costs);
+                if (floor_prunes && floor > w.top.worst() * (1.0 + 1e-12)) {
+                    w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
+                    continue;
+                }
+                for (size_t v = 0; v < s.vp_count; ++v) {
+                    p.vp = plan.vps[s.vp_begin + v].vp;
+                    p.split = plan.vps[s.vp_begin + v].split;
+                    const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans);
+                    ++w.stats.evaluated;
+                    if (!r.fits_in_memory) continue;
+                    ++w.stats.feasible;
+                    const double score = objective_score(obj, r);
+                    if (w.top.wants(score)) w.top.offer({p, r, score});
+                }
             }
         }
     }
@@ -308,7 +384,8 @@ double objective_score(Objective o, const TrainResult& r) {
 bool layout_before(const ParallelConfig& a, const ParallelConfig& b) {
     auto key = [](const ParallelConfig& p) {
         return std::tuple(p.tp, p.pp, p.dp, p.cp, p.ep, p.vp, p.sequence_parallel, p.microbatch, p.zero,
-                          static_cast<int>(p.recompute), static_cast<int>(p.split));
+                          static_cast<int>(p.recompute), static_cast<int>(p.split), static_cast<int>(p.order),
+                          static_cast<int>(p.cp_kind));
     };
     return key(a) < key(b);
 }
@@ -331,6 +408,8 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     if (held("zero")) f.zero = p.zero;
     if (held("sequence_parallel")) f.sequence_parallel = p.sequence_parallel;
     if (held("recompute")) f.recompute = p.recompute;
+    if (held("order")) f.order = p.order;
+    if (held("cp_kind")) f.cp_kind = p.cp_kind;
     f.offload = p.offload;  // held, given or not: searching it would multiply the space by 4
     if (held("pipeline_split")) f.split = p.split;
     if (held("first_stage_layers") || held("last_stage_layers")) {

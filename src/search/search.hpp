@@ -36,6 +36,8 @@ struct LayoutConstraints {
     std::optional<int64_t> tp, pp, dp, cp, ep, vp, microbatch, zero;
     std::optional<bool> sequence_parallel;
     std::optional<Recompute> recompute;
+    std::optional<RankOrder> order;
+    std::optional<CpKind> cp_kind;
     Offload offload = Offload::none;  // always held (default none)
     // A pipeline split named in the scenario (or first_last with the two counts); nullopt: each
     // (pp, vp) takes the split `auto` gives it, so the space holds every layout `train` runs.

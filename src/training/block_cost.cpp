@@ -33,6 +33,7 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         }
     }
     b.input_bytes = ops.input_bytes;
+    b.transient_bytes = ops.transient_bytes;
 
     // Overlappable traffic hides behind independent compute of its own pass: ring attention
     // behind the attention of the previous chunk, TP gathers/reductions behind the other

@@ -1,5 +1,6 @@
 #pragma once
 // Costs of one block of ops (a layer, the embedding, the head) for one micro-batch on one GPU.
+#include <algorithm>
 #include <array>
 
 #include "hardware/cost.hpp"
@@ -18,6 +19,7 @@ struct BlockCost {
     double saved_bytes = 0;       // activations kept for backward (no recompute)
     double core_saved_bytes = 0;  // of which dropped by selective recompute
     double input_bytes = 0;       // the block's input: all that full recompute keeps
+    double transient_bytes = 0;   // held only while the block runs (LayerOps); the largest, not summed
     Work work;                    // what the energy model charges: passes, recompute and collectives
 
     // Adds n blocks of `o` (the blocks of a pipeline stage, of several kinds).
@@ -35,6 +37,7 @@ struct BlockCost {
         saved_bytes += n * o.saved_bytes;
         core_saved_bytes += n * o.core_saved_bytes;
         input_bytes += n * o.input_bytes;
+        transient_bytes = std::max(transient_bytes, o.transient_bytes);
         work.add(o.work, n);
         for (size_t g = 0; g < kGroups; ++g) {
             comm_link_s[g] += n * o.comm_link_s[g];

@@ -80,9 +80,11 @@ StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelC
         r.bwd_window_s[k] = b.bwd_wall_s + b.recompute_s;
         // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored
         // input) under full recompute, the attention core under selective.
-        r.working_bytes[k] = p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
-                             : p.recompute == Recompute::selective ? b.core_saved_bytes
-                                                                   : 0.0;
+        // Plus what the block holds only while it runs.
+        r.working_bytes[k] = (p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
+                              : p.recompute == Recompute::selective ? b.core_saved_bytes
+                                                                    : 0.0) +
+                             b.transient_bytes;
     }
     r.embed_time_s = lc.embedding.total_s();
     r.head_time_s = lc.head.total_s();
@@ -402,6 +404,7 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     s.causal_fraction = m.causal ? 0.5 : 1.0;
     s.tp = p.tp;
     s.cp = p.cp;
+    s.cp_kind = p.cp_kind;
     s.ep = p.ep;
     s.etp = p.expert_tp();
     s.sequence_parallel = p.sequence_parallel && p.tp > 1;
@@ -412,9 +415,16 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
+    return cost_layers(c, p, place_layer_groups(p, c.system));
+}
+
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l) {
     const LayerShape shape = training_shape(c.model, p, c.training);
     const CostContext ctx = training_cost_context(c.training);
-    const CommSpans spans = place_groups(p, c.system);
+    CommSpans spans;  // a layer's collectives run over tp, cp and ep only
+    spans.span[idx(CommGroup::tp)] = l.tp;
+    spans.span[idx(CommGroup::cp)] = l.cp;
+    spans.span[idx(CommGroup::ep)] = l.ep;
     const double ov = c.training.tp_overlap;
     LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))
@@ -447,6 +457,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 }
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc) {
+    return assemble_step(c, p, lc, pc, place_groups(p, c.system));
+}
+
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc,
+                          const CommSpans& spans) {
     const ModelSpec& m = c.model;
     const TrainingSpec& t = c.training;
     TrainResult r;
@@ -455,7 +470,6 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     r.microbatches = static_cast<int64_t>(mb);
     const double pp = as_d(p.pp);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
-    const CommSpans spans = place_groups(p, c.system);
 
     // The stages: a layout the scenario checks refused never gets here; the search builds only
     // valid ones. Should one slip through, cost it as the even split of the fullest stage.

@@ -96,10 +96,17 @@ struct StageReport {
 };
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
+// The same with the layer's groups placed (place_layer_groups(p, c.system)): the search costs
+// one layer key per distinct placement.
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 // The same with the model's parameter count given (count_params(c.model, c.training.lora)): the
 // search counts it once, not per layout.
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params);
+// And with the layout's groups placed (place_groups(p, c.system)): the search places each
+// layout once when it plans.
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params,
+                          const CommSpans& spans);
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
 // Every pipeline GPU of layout p, first to last (p's split must be valid: check_training_layout).
 std::vector<StageReport> training_stages(const TrainContext& c, const ParallelConfig& p);
