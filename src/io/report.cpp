@@ -117,7 +117,7 @@ std::string stages_text(const ParallelConfig& p, const std::vector<StageReport>&
     return o;
 }
 
-EnergyScope train_energy_scope(const Scenario& s, const TrainResult& r) {
+EnergyScope train_energy_scope(const TrainResult& r) {
     return {r.energy, r.step_time_s, static_cast<double>(r.gpus), r.tokens_per_s * r.step_time_s, 0.0};
 }
 
@@ -164,7 +164,7 @@ Json train_json(const Scenario& s, const TrainResult& r) {
         {"slowest_stage", r.slowest_stage},
         {"peak_stage", r.peak_stage},
     };
-    add_energy_keys(j, s.system, train_energy_scope(s, r), false);
+    add_energy_keys(j, s.system, train_energy_scope(r), false);
     return j;
 }
 
@@ -213,7 +213,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
                          to_string(p.offload), gib(s.system.host_memory.capacity_bytes));
     o += fmt::format("  {:<24} {:>12}   of {} -> {}\n", "peak", gib(m.peak_bytes_per_gpu), gib(s.system.accel.memory_bytes),
                      r.fits_in_memory ? "fits" : "DOES NOT FIT");
-    o += energy_text(s.system, train_energy_scope(s, r), false);
+    o += energy_text(s.system, train_energy_scope(r), false);
     return o;
 }
 

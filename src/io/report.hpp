@@ -16,7 +16,7 @@ enum class Format { text, json, csv };
 Json parallel_json(const ParallelConfig& p);
 Json train_json(const Scenario& s, const TrainResult& r);
 // A training step's energy and cost in the terms of io/energy_report.hpp.
-EnergyScope train_energy_scope(const Scenario& s, const TrainResult& r);
+EnergyScope train_energy_scope(const TrainResult& r);
 std::string train_text(const Scenario& s, const TrainResult& r);
 // The pipeline GPUs of a layout (training_stages): JSON array and a text table.
 Json stages_json(const std::vector<StageReport>& stages);
