@@ -88,6 +88,15 @@ bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
     return (global_batch / s.dp) % microbatch == 0;
 }
 
+// The shape's degrees on a layout (the rest of p is the caller's).
+void set_degrees(ParallelConfig& p, const Shape& s) {
+    p.tp = s.tp;
+    p.cp = s.cp;
+    p.ep = s.ep;
+    p.pp = s.pp;
+    p.dp = s.dp;
+}
+
 // A lower bound on every layout of this shape and ZeRO stage: the step model with zero
 // per-layer costs keeps weights, gradients, optimizer state and fixed overheads, the parts
 // no micro-batch, schedule or recompute choice changes; activations only add to it.
@@ -99,11 +108,7 @@ double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, 
     p.split = v.split;
     p.first_stage_layers = f.first_stage_layers;
     p.last_stage_layers = f.last_stage_layers;
-    p.tp = s.tp;
-    p.cp = s.cp;
-    p.ep = s.ep;
-    p.pp = s.pp;
-    p.dp = s.dp;
+    set_degrees(p, s);
     p.zero = zero;
     p.microbatch = 1;
     p.recompute = Recompute::full;
@@ -115,11 +120,7 @@ double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, 
 void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& plan, Shape& s) {
     s.place_begin = plan.places.size();
     ParallelConfig q;
-    q.tp = s.tp;
-    q.cp = s.cp;
-    q.ep = s.ep;
-    q.pp = s.pp;
-    q.dp = s.dp;
+    set_degrees(q, s);
     for (RankOrder o : kRankOrders) {
         if (f.order && *f.order != o) continue;
         q.order = o;
@@ -308,11 +309,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
         const Shape& s = plan.shapes[i];
         if (!admits(s, gb, t.microbatch)) continue;
         if (stop && stop->load(std::memory_order_relaxed)) return;
-        p.tp = s.tp;
-        p.cp = s.cp;
-        p.ep = s.ep;
-        p.pp = s.pp;
-        p.dp = s.dp;
+        set_degrees(p, s);
         for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
             const Placement& place = plan.places[pl];
             p.order = place.order;
