@@ -35,6 +35,7 @@ TEST(ServeRoles, PrefillEngineByHand) {
     EXPECT_DOUBLE_EQ(r.requests_per_s, 3.0 / (4.6875 * t + 0.01));
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s, r.requests_per_s);
     EXPECT_EQ(r.tpot_s, 0.0);
+    EXPECT_EQ(r.output_tokens_per_s_per_user, 0.0);  // no token after the first: no per-user stream
 }
 
 TEST(ServeRoles, DecodeEngineByHand) {

@@ -152,20 +152,38 @@ TEST(Serving, DecodeEnginesHoldNoPromptChunk) {
 TEST(Serving, MaxThroughputMatchesEveryConcurrencyTried) {
     // The candidates (powers of two, the limit, the knee) find the best of all concurrencies up
     // to the limit, within 1%: throughput grows with C until prompts queue, then stays flat.
+    // Short prompts (1024 in, 256 out) never queue below the memory limit; long ones (8192 in,
+    // 16 out) queue from a knee far below it.
     const ModelSpec m = model_preset("llama3-8b");
     const SystemSpec sys = system_preset("dgx-h100");
-    InferenceSpec s;
-    s.input_len = 1024;
-    s.output_len = 256;
-    s.precision = s.weight_precision = s.kv_precision = Precision::fp8;
-    const InferContext c{m, sys, s};
-    const auto best = max_throughput(c, ParallelConfig{});
-    ASSERT_TRUE(best.has_value());
-    const int64_t limit = max_concurrency_that_fits(c, ParallelConfig{});
-    double brute = 0;
-    for (int64_t n = 1; n <= limit; ++n) brute = std::max(brute, serve_at(c, ParallelConfig{}, n).output_tokens_per_s_per_gpu);
-    EXPECT_GE(best->output_tokens_per_s_per_gpu, 0.99 * brute);
-    EXPECT_LE(best->output_tokens_per_s_per_gpu, brute * (1 + 1e-12));
+    for (const bool queued : {false, true}) {
+        SCOPED_TRACE(queued ? "long prompts" : "short prompts");
+        InferenceSpec s;
+        s.input_len = queued ? 8192 : 1024;
+        s.output_len = queued ? 16 : 256;
+        s.precision = s.weight_precision = s.kv_precision = Precision::fp8;
+        const InferContext c{m, sys, s};
+        const auto best = max_throughput(c, ParallelConfig{});
+        ASSERT_TRUE(best.has_value());
+        const int64_t limit = max_concurrency_that_fits(c, ParallelConfig{});
+        double brute = 0;
+        for (int64_t n = 1; n <= limit; ++n) brute = std::max(brute, serve_at(c, ParallelConfig{}, n).output_tokens_per_s_per_gpu);
+        EXPECT_GE(best->output_tokens_per_s_per_gpu, 0.99 * brute);
+        EXPECT_LE(best->output_tokens_per_s_per_gpu, brute * (1 + 1e-12));
+        // Of the candidates it tries, none is better, and the first to reach the best is kept:
+        // once prompts queue, more requests in flight buy nothing but latency.
+        int64_t first_best = 0;
+        double top = 0;
+        for (const int64_t n : concurrency_candidates(c, limit)) {
+            const double x = serve_at(c, ParallelConfig{}, n).output_tokens_per_s_per_gpu;
+            EXPECT_LE(x, best->output_tokens_per_s_per_gpu * (1 + 1e-9)) << "C=" << n;
+            if (x > top * (1 + 1e-9)) top = x, first_best = n;
+        }
+        EXPECT_EQ(best->concurrency, first_best);
+        if (queued) {
+            EXPECT_LT(best->concurrency, limit);  // the knee, not the largest C that fits
+        }
+    }
 }
 
 TEST(ServingProperty, NeverAdmitsMoreThanHbm) {

@@ -136,6 +136,11 @@ TEST(Stages, ExplicitFirstAndLastStageLayers) {
     EXPECT_FALSE(split_layers(96, cut(8, 2, PipelineSplit::first_last, 9, 3)).ok());
     EXPECT_FALSE(split_layers(96, cut(2, 1, PipelineSplit::first_last, 40, 40)).ok());
     EXPECT_FALSE(split_layers(96, cut(1, 1, PipelineSplit::first_last, 96, 0)).ok());
+    // Two stages, both given: no middle stage, and none needed (40 + 56 = 96).
+    const StageSplit two = split_of(96, cut(2, 2, PipelineSplit::first_last, 40, 56));
+    EXPECT_EQ(two.gpu_layers(0), 40);
+    EXPECT_EQ(two.gpu_layers(1), 56);
+    EXPECT_EQ(two.chunk_begin(1), 20);
 }
 
 // Blocks of two kinds land where their layers are. DeepSeek-V3-like: 8 layers, the first 3 dense,

@@ -53,6 +53,10 @@ TEST(Grid, ArithmeticRangeWithAFractionalStep) {
     }
     // 0.1 steps accumulate rounding error; STOP is still included: 11 values.
     EXPECT_EQ(values_of("x=0:1:+0.1").size(), 11u);
+    // A range that does not start at 0 counts (STOP - START) / S + 1 values.
+    const auto w = values_of("x=2:3:+0.5");
+    ASSERT_EQ(w.size(), 3u);
+    EXPECT_DOUBLE_EQ(w.back().get<double>(), 3.0);
 }
 
 TEST(Grid, ScientificBoundsGiveDoubles) {
