@@ -144,5 +144,21 @@ TEST(BlockCost, ActivationBytesPerRecomputeMode) {
     EXPECT_DOUBLE_EQ(b.activation_bytes(Recompute::full), 100);
 }
 
+// The energy model's on-chip bytes: an element-wise op moving 1e9 bytes forward and twice that
+// backward streams them through L2 once per pass; full recompute runs the forward twice.
+TEST(BlockCost, OnChipBytesPerPassAndRecompute) {
+    LayerOps l;
+    Op norm;
+    norm.kind = OpKind::elementwise;
+    norm.bytes = 1e9;
+    norm.bwd_bytes_factor = 2.0;
+    l.ops.push_back(norm);
+    const BlockCost none = cost_block(l, machine(), CostContext{}, spans(), Recompute::none, 0);
+    EXPECT_DOUBLE_EQ(none.work.hbm_bytes, 3e9);
+    EXPECT_DOUBLE_EQ(none.work.sram_bytes, 3e9);
+    const BlockCost full = cost_block(l, machine(), CostContext{}, spans(), Recompute::full, 0);
+    EXPECT_DOUBLE_EQ(full.work.sram_bytes, 4e9);
+}
+
 }  // namespace
 }  // namespace sm

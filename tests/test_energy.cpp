@@ -9,6 +9,7 @@
 
 #include "hardware/energy.hpp"
 #include "inference/inference.hpp"
+#include "inference/serving.hpp"
 #include "io/report.hpp"
 #include "io/scenario.hpp"
 #include "test_helpers.hpp"
@@ -68,6 +69,44 @@ TEST(Energy, EnergyOfWorkByHand) {
     SystemSpec priced = s;
     priced.price_per_gpu_hour = 2.5;
     EXPECT_NEAR(cost_usd(priced, 7200.0, 4.0), 20.0, 1e-12);  // 4 GPUs x 2 h x $2.5
+}
+
+TEST(Energy, OnChipLevelByHand) {
+    // 0.1 pJ per SRAM bit at 2e13 B/s: 2e13 x 8 x 1e-13 = 16 W at full bandwidth, taken from the
+    // dynamic budget (860 - 16 = 844 W), so a GPU fully busy still draws its TDP.
+    SystemSpec s = round_energy_system();
+    s.accel.sram_bw_bytes_per_s = 2e13;
+    s.energy.sram_j_per_bit = 1e-13;
+    EXPECT_NEAR(dynamic_budget_w(s), 844.0, 1e-9);
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(s), 4.14e-13, 1e-25);  // (844 - 430 active) / 1e15
+    s.energy.tensor_j_per_flop = 4.14e-13;
+    EXPECT_NEAR(full_load_power_w(s), 1000.0, 1e-9);  // 100 + 430 + 414 + 16 + 32 + 8
+    Work w;
+    w.sram_bytes = 5e9;
+    w.hbm_bytes = 1e9;
+    const Energy e = energy_of(s, w, 1.0, 1.0);
+    EXPECT_NEAR(e.sram_j, 4e-3, 1e-15);  // 5e9 x 8 x 1e-13
+    EXPECT_NEAR(e.hbm_j, 0.032, 1e-15);
+    EXPECT_NEAR(e.total_j(), 100.0 + 4e-3 + 0.032, 1e-9);  // idle 100 W x 1 s besides
+}
+
+TEST(Energy, OnChipBytesOfAGemmAndAnElementwiseOp) {
+    // A GEMM's on-chip bytes are its SRAM traffic in each pass; a kernel with no SRAM figure (an
+    // element-wise op) streams its HBM bytes through L2 once.
+    OpCost gemm;
+    gemm.fwd_sram_bytes = 300;
+    gemm.fwd_bytes = 100;
+    gemm.dgrad_sram_bytes = 250;
+    gemm.dgrad_bytes = 90;
+    gemm.wgrad_sram_bytes = 40;  // below its HBM bytes: at least what comes from HBM
+    gemm.wgrad_bytes = 60;
+    EXPECT_EQ(fwd_onchip_bytes(gemm), 300.0);
+    EXPECT_EQ(bwd_onchip_bytes(gemm), 250.0 + 60.0);
+    OpCost eltwise;
+    eltwise.fwd_bytes = 64;
+    eltwise.dgrad_bytes = 128;
+    EXPECT_EQ(fwd_onchip_bytes(eltwise), 64.0);
+    EXPECT_EQ(bwd_onchip_bytes(eltwise), 128.0);
 }
 
 // One weight GEMM (1024^3, bf16) and one tensor-parallel all-reduce of 1 MiB, costed as a block.
@@ -130,9 +169,9 @@ TEST(Energy, StepWorkByHand) {
     p.tp = 2;
     p.pp = 2;
     LayerCosts lc;
-    lc.layer[idx(LayerKind::dense)].work = {1e-3, 2e-3, 1e6, 2e5, 0};
-    lc.embedding.work = {1e-4, 3e-4, 1e5, 0, 0};
-    lc.head.work = {2e-4, 5e-4, 3e5, 0, 0};
+    lc.layer[idx(LayerKind::dense)].work = {1e-3, 2e-3, 1e6, 2e5, 0, 3e6};
+    lc.embedding.work = {1e-4, 3e-4, 1e5, 0, 0, 2e5};
+    lc.head.work = {2e-4, 5e-4, 3e5, 0, 0, 4e5};
     const TrainResult r = testing::step_over(testing::tiny_gpt(), s, testing::batch_of(4), p, lc);
     // Blocks: (8 layers + embedding + head) per GPU x tp 2 x 4 micro-batches.
     EXPECT_NEAR(r.work.tensor_s, (8 * 1e-3 + 1e-4 + 2e-4) * 2 * 4, 1e-15);
@@ -140,6 +179,9 @@ TEST(Energy, StepWorkByHand) {
     // GPU's parameters (GPU 0: 4 layers of 49,984 and the 72,192 embedding, over tp 2 = 136,064)
     // at 4 (fp32 grad) + 2 x 12 (states) + 2 (bf16 weight) = 30 B each: 4,081,920 x 4 GPUs.
     EXPECT_NEAR(r.work.hbm_bytes, 67.2e6 + 4 * 4081920.0, 1e-3);
+    // On-chip: the blocks' (8 x 3e6 + 2e5 + 4e5) x 8 = 196.8e6, and Adam's HBM bytes once more
+    // (an element-wise kernel streams them through L2).
+    EXPECT_NEAR(r.work.sram_bytes, 196.8e6 + 4 * 4081920.0, 1e-3);
     // Scale-up: the blocks' 8 x 2e5 x 8 = 12.8e6; the pipeline hop of one micro-batch's activation
     // (128 x 64 x 2 B = 16,384): each TP rank sends half over the pipeline link and all-gathers the
     // whole (half sent); 2 directions x 4 micro-batches x 1 boundary x 2 ranks = 16 hops of 16,384.
@@ -160,11 +202,12 @@ TEST(Energy, StepWorkByHand) {
 TEST(Energy, PresetReadsAndCalibratesToItsTdp) {
     const SystemSpec h = testing::system_preset("dgx-h100");
     EXPECT_EQ(h.energy.tdp_w, 700);
-    // HBM 3.35e12 x 8 x 3.4e-12 = 91.12 W; NVLink 2 x 450e9 x 8 x 5e-12 = 36 W; idle 70 W:
-    // 700 - 70 - 91.12 - 36 = 502.88 W, half active (251.44 W), half the tensors at 989.4e12
-    // FLOP/s: 2.5413e-13 J per bf16 FLOP.
-    EXPECT_NEAR(h.energy.active_w, 251.44, 1e-9);
-    EXPECT_NEAR(h.energy.tensor_j_per_flop, 251.44 / 989.4e12, 1e-20);
+    // SRAM 33.45e12 x 8 x 0.066e-12 = 17.6616 W; HBM 3.35e12 x 8 x 3.4e-12 = 91.12 W; NVLink
+    // 2 x 450e9 x 8 x 5e-12 = 36 W; idle 70 W: 700 - 70 - 17.6616 - 91.12 - 36 = 485.2184 W,
+    // half active (242.6092 W), half the tensors at 989.4e12 FLOP/s: 2.4521e-13 J per bf16 FLOP.
+    EXPECT_NEAR(h.energy.sram_j_per_bit, 0.066e-12, 1e-27);
+    EXPECT_NEAR(h.energy.active_w, 242.6092, 1e-9);
+    EXPECT_NEAR(h.energy.tensor_j_per_flop, 242.6092 / 989.4e12, 1e-20);
     EXPECT_NEAR(full_load_power_w(h), 700.0, 1e-6);
     EXPECT_EQ(h.price_per_gpu_hour, 0.0);
 }
@@ -193,23 +236,23 @@ TEST(Energy, ErrorsNameTheField) {
     auto big = load(kH100, {"system.energy.tensor_j_per_flop=1e-12"});
     ASSERT_FALSE(big.ok());
     EXPECT_NE(big.error().message().find("system.energy.tensor_j_per_flop"), std::string::npos) << big.error().message();
-    auto idle = load(kH100, {"system.energy.idle_w=650"});  // 650 + 91 + 36 W > 700 W
+    auto idle = load(kH100, {"system.energy.idle_w=650"});  // 650 + 17.7 + 91 + 36 W > 700 W
     ASSERT_FALSE(idle.ok());
     EXPECT_NE(idle.error().message().find("system.energy.idle_w"), std::string::npos) << idle.error().message();
-    auto busy = load(kH100, {"system.energy.active_w=600"});  // more than the 502.88 W budget
+    auto busy = load(kH100, {"system.energy.active_w=600"});  // more than the 485.2184 W budget
     ASSERT_FALSE(busy.ok());
     EXPECT_NE(busy.error().message().find("system.energy.active_w"), std::string::npos) << busy.error().message();
-    // Both given: 300 W + 3e-13 x 989.4e12 = 296.8 W, 596.8 W > 502.88 W.
+    // Both given: 300 W + 3e-13 x 989.4e12 = 296.8 W, 596.8 W > 485.2184 W.
     auto both = load(kH100, {"system.energy.active_w=300", "system.energy.tensor_j_per_flop=3e-13"});
     ASSERT_FALSE(both.ok());
     EXPECT_NE(both.error().message().find("system.energy.tensor_j_per_flop"), std::string::npos) << both.error().message();
-    // One given, the other takes the rest of the 502.88 W.
+    // One given, the other takes the rest of the 485.2184 W.
     auto active = load(kH100, {"system.energy.active_w=100"});
     ASSERT_TRUE(active.ok()) << active.error().message();
-    EXPECT_NEAR(active->system.energy.tensor_j_per_flop, 402.88 / 989.4e12, 1e-20);
+    EXPECT_NEAR(active->system.energy.tensor_j_per_flop, 385.2184 / 989.4e12, 1e-20);
     auto tensor = load(kH100, {"system.energy.tensor_j_per_flop=4e-13"});
     ASSERT_TRUE(tensor.ok()) << tensor.error().message();
-    EXPECT_NEAR(tensor->system.energy.active_w, 502.88 - 395.76, 1e-6);  // 4e-13 x 989.4e12 = 395.76 W
+    EXPECT_NEAR(tensor->system.energy.active_w, 485.2184 - 395.76, 1e-6);  // 4e-13 x 989.4e12 = 395.76 W
     auto typo = load(kH100, {"system.energy.tdp=700"});
     ASSERT_FALSE(typo.ok());
     EXPECT_NE(typo.error().message().find("tdp_w"), std::string::npos) << typo.error().message();
@@ -257,6 +300,31 @@ TEST(Energy, InferenceComputeIsFlopTimesJoulePerFlop) {
     EXPECT_NEAR(r.energy.hbm_j, (r.prefill.hbm_bytes + r.decode.hbm_bytes) * 2 * 8 * 4e-12, 1e-9 * r.energy.hbm_j);
     EXPECT_NEAR(r.energy.idle_j, 100.0 * 2 * r.e2e_latency_s, 1e-12);
     EXPECT_GT(r.energy.scale_up_j, 0.0);  // the tensor-parallel all-reduces
+}
+
+// Continuous batching: a step of a replica runs each of its micro-batches through every stage
+// once, on tp GPUs per stage; idle power runs for the step on all of the replica's GPUs.
+TEST(Energy, ServingStepByHand) {
+    SystemSpec s = testing::round_inference_system();
+    s.energy = {1000, 100, 4.3e-12, 4e-12, 5e-12, 6e-12, 430};
+    s.accel.sram_bw_bytes_per_s = 2e13;
+    s.energy.sram_j_per_bit = 1e-13;
+    const ModelSpec m = testing::tiny_llama(4);
+    for (const int64_t pp : {1, 2}) {
+        ParallelConfig p;
+        p.tp = 2;
+        p.pp = pp;
+        const ServingPoint r = serve_at({m, s, testing::toy_serving_workload()}, p, 3);
+        SCOPED_TRACE("pp " + std::to_string(pp));
+        ASSERT_EQ(r.micro_batches, pp);  // min(pp, C = 3)
+        const double n = 2.0 * static_cast<double>(pp);  // tp x micro-batches
+        EXPECT_NEAR(r.energy.hbm_j, r.step.hbm_bytes * n * 8 * 4e-12, 1e-12 * r.energy.hbm_j);
+        EXPECT_NEAR(r.energy.sram_j, r.step.sram_bytes * n * 8 * 1e-13, 1e-12 * r.energy.sram_j);
+        EXPECT_GE(r.step.sram_bytes, r.step.hbm_bytes);  // everything from HBM passes the SRAM level
+        EXPECT_GT(r.energy.sram_j, 0.0);
+        EXPECT_NEAR(r.energy.idle_j, 100.0 * r.step_s * 2.0 * static_cast<double>(pp), 1e-12);
+        EXPECT_GT(r.energy.scale_up_j, 0.0);  // the tensor-parallel all-reduces
+    }
 }
 
 // A chip generated from its technology never draws more than its TDP on average, whatever the

@@ -115,6 +115,11 @@ Quantisation quantisation(const CostContext& ctx) {
     return {};
 }
 
+double fwd_onchip_bytes(const OpCost& c) { return std::max(c.fwd_sram_bytes, c.fwd_bytes); }
+double bwd_onchip_bytes(const OpCost& c) {
+    return std::max(c.dgrad_sram_bytes, c.dgrad_bytes) + std::max(c.wgrad_sram_bytes, c.wgrad_bytes);
+}
+
 double gemm_time_s(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double peak,
                    const SystemSpec& sys) {
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0;
@@ -180,12 +185,11 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             c.bwd_flop = 2.0 * c.fwd_flop;
             const GemmShape dgrad{g.m, g.k, g.n, g.batch}, wgrad{g.k, g.n, g.m, g.batch};
             const double grad_out = op.weight ? 4.0 : out;  // weight gradients accumulate in fp32
-            double sram_unused = 0;
-            c.dgrad_s = time(dgrad, b, out, c.dgrad_bytes, sram_unused);
-            c.wgrad_s = time(wgrad, a, grad_out, c.wgrad_bytes, sram_unused);
+            c.dgrad_s = time(dgrad, b, out, c.dgrad_bytes, c.dgrad_sram_bytes);
+            c.wgrad_s = time(wgrad, a, grad_out, c.wgrad_bytes, c.wgrad_sram_bytes);
             c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
             if (!op.input_grad) {  // the input is data: the weight gradient only (its cast stays)
-                c.dgrad_s = c.dgrad_flop = c.dgrad_bytes = 0;
+                c.dgrad_s = c.dgrad_flop = c.dgrad_bytes = c.dgrad_sram_bytes = 0;
                 c.bwd_flop = c.wgrad_flop;
             }
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {

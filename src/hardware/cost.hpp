@@ -42,6 +42,7 @@ struct OpCost {
     double fwd_memory_s = 0;
     double fwd_sram_bytes = 0;  // GEMMs: bytes between SRAM and the compute units (0 otherwise)
     double fwd_sram_s = 0;      // those bytes at the SRAM bandwidth: the third roofline term
+    double dgrad_sram_bytes = 0, wgrad_sram_bytes = 0;  // the backward GEMMs' (0 otherwise)
     double peak_flop_per_s = 0;
     // Seconds each pass keeps the tensor array engaged: a matrix kernel's FLOP at the rate it
     // reaches (tile waste and stalls included); its costed time when compute-bound, less the
@@ -71,6 +72,11 @@ double gemm_hbm_bytes(const GemmShape& g, double a_bytes, double b_bytes, double
 // Bytes between SRAM and the compute units: the operands each core tile reads, and at least
 // what comes from HBM (`hbm_bytes`).
 double gemm_sram_bytes(const GemmShape& g, double a_bytes, double b_bytes, double c_bytes, double hbm_bytes);
+// Bytes through the on-chip SRAM level in the forward and in the backward passes, what the energy
+// model charges per bit: a GEMM's SRAM traffic, and any other kernel's HBM traffic, which streams
+// through L2 once.
+double fwd_onchip_bytes(const OpCost& c);
+double bwd_onchip_bytes(const OpCost& c);
 // Time to move `bytes` through the SRAM level (0 when the accelerator gives no SRAM bandwidth).
 double sram_time_s(double bytes, const SystemSpec& sys);
 // Time of one GEMM (or batched GEMM) given operand sizes in bytes per element.

@@ -10,10 +10,12 @@ namespace {
 
 constexpr double kBitsPerByte = 8.0;
 
-// Power of the HBM streaming and the scale-up links carrying data both ways at full bandwidth.
+// Power of the SRAM level and HBM streaming and the scale-up links carrying data both ways, all
+// at full bandwidth.
 double io_power_w(const SystemSpec& s) {
     const EnergySpec& e = s.energy;
-    return s.accel.memory_bw_bytes_per_s * kBitsPerByte * e.hbm_j_per_bit +
+    return s.accel.sram_bw_bytes_per_s * kBitsPerByte * e.sram_j_per_bit +
+           s.accel.memory_bw_bytes_per_s * kBitsPerByte * e.hbm_j_per_bit +
            2.0 * s.scale_up.bw_bytes_per_s * kBitsPerByte * e.scale_up_j_per_bit;
 }
 
@@ -43,6 +45,7 @@ Energy energy_of(const SystemSpec& s, const Work& w, double seconds, double gpus
     const double busy_s = std::min(w.kernel_s, seconds * gpus);
     out.compute_j = std::min(w.tensor_s, busy_s) * tensor_power_w(s);
     out.active_j = busy_s * e.active_w;
+    out.sram_j = w.sram_bytes * kBitsPerByte * e.sram_j_per_bit;
     out.hbm_j = w.hbm_bytes * kBitsPerByte * e.hbm_j_per_bit;
     // Each bit sent is received too: both ends' SerDes spend their energy per bit.
     out.scale_up_j = 2.0 * w.scale_up_bytes * kBitsPerByte * e.scale_up_j_per_bit;

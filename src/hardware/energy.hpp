@@ -4,7 +4,7 @@
 // throughout; while any kernel runs it draws its active power on top (SMs, register files, L2 and
 // the clock tree are busy even when a kernel waits on memory or a tile runs half empty); while a
 // matrix kernel keeps the tensor array engaged, the tensor power on top of that; HBM and links
-// cost a fixed energy per bit. No second op loop: the work is summed where the ops are costed.
+// cost a fixed energy per bit, and so does the traffic through the on-chip SRAM level. No second op loop: the work is summed where the ops are costed.
 #include <cstdint>
 
 #include "hardware/system_spec.hpp"
@@ -21,10 +21,12 @@ struct Work {
     double hbm_bytes = 0;        // read and written
     double scale_up_bytes = 0;   // sent over the scale-up fabric
     double scale_out_bytes = 0;  // sent over the scale-out network
+    double sram_bytes = 0;       // between the on-chip SRAM level and the compute units (fwd/bwd_onchip_bytes)
     Work& add(const Work& o, double n) {
         tensor_s += n * o.tensor_s;
         kernel_s += n * o.kernel_s;
         hbm_bytes += n * o.hbm_bytes;
+        sram_bytes += n * o.sram_bytes;
         scale_up_bytes += n * o.scale_up_bytes;
         scale_out_bytes += n * o.scale_out_bytes;
         return *this;
@@ -34,10 +36,14 @@ struct Work {
 struct Energy {
     double compute_j = 0;  // the tensor array while engaged
     double active_j = 0;   // the rest of the chip's dynamic power while any kernel runs
+    double sram_j = 0;     // the on-chip SRAM level's traffic
     double hbm_j = 0, scale_up_j = 0, scale_out_j = 0, idle_j = 0;
-    [[nodiscard]] double total_j() const { return compute_j + active_j + hbm_j + scale_up_j + scale_out_j + idle_j; }
+    [[nodiscard]] double total_j() const { return compute_j + active_j + sram_j + hbm_j + scale_up_j + scale_out_j + idle_j; }
     // What the GPUs themselves draw (the NICs' scale-out energy is outside their TDP).
     [[nodiscard]] double gpu_j() const { return total_j() - scale_out_j; }
+    [[nodiscard]] Energy scaled(double k) const {
+        return {k * compute_j, k * active_j, k * sram_j, k * hbm_j, k * scale_up_j, k * scale_out_j, k * idle_j};
+    }
 };
 
 // The default active_w: this share of dynamic_budget_w, the tensors the rest (docs/CALIBRATION.md,
@@ -49,11 +55,12 @@ double tensor_power_w(const SystemSpec& s);
 // Energy of one FLOP of precision p at its sustained peak: the tensor power over p's peak (0 when
 // the system lacks p).
 double j_per_flop(const SystemSpec& s, Precision p);
-// One GPU running matrix kernels throughout (idle + active + tensor power) with HBM and the
-// scale-up links at full bandwidth both ways: the most the model can charge it per second.
+// One GPU running matrix kernels throughout (idle + active + tensor power) with the SRAM level,
+// HBM and the scale-up links at full bandwidth (links both ways): the most the model can charge
+// it per second.
 double full_load_power_w(const SystemSpec& s);
-// The dynamic power left for the active and tensor terms once idle, HBM and scale-up at full
-// bandwidth are taken from the TDP.
+// The dynamic power left for the active and tensor terms once idle, SRAM, HBM and scale-up at
+// full bandwidth are taken from the TDP.
 double dynamic_budget_w(const SystemSpec& s);
 // The tensor_j_per_flop at which full_load_power_w equals the TDP with the system's active_w: the
 // convention that a GPU fully busy draws its board power (the default for a system that gives none).

@@ -80,6 +80,9 @@ struct EnergySpec {
     double scale_up_j_per_bit = 0;  // per bit, at each end of a scale-up link (inside the TDP)
     double scale_out_j_per_bit = 0; // per bit, at each end of a NIC link (the NIC is outside the TDP)
     double active_w = 0;            // above idle while any kernel runs, the tensor array aside
+    // Per bit between the on-chip SRAM level (L2, shared memory) and the compute units; 0: that
+    // traffic's energy is inside active_w.
+    double sram_j_per_bit = 0;
     [[nodiscard]] bool known() const { return tdp_w > 0; }
 };
 

@@ -26,7 +26,10 @@ int64_t max_hbm_stacks(const TechnologySpec& t) {
 
 ChipPower fixed_power(const TechnologySpec& t) {
     ChipPower p;
-    p.static_w = t.node.leakage_w_per_m2 * t.die_area_m2 * static_cast<double>(t.dies);
+    const double area = t.die_area_m2 * static_cast<double>(t.dies);
+    p.static_w = t.node.leakage_w_per_m2 * area;
+    // The SRAM level at the node's clock: the most it can draw (a power-limited chip runs slower).
+    p.sram_w = t.sram_share * area * t.sram_bytes_per_cycle_per_m2 * t.node.clock_hz * 8.0 * t.node.sram_j_per_bit;
     const double hbm_bw = static_cast<double>(t.hbm.stacks) * t.hbm.stack_bw_bytes_per_s;
     p.hbm_w = hbm_bw * 8.0 * t.hbm.j_per_bit;
     // Both directions of every lane carry data at full load.

@@ -15,8 +15,9 @@ struct ProcessNode {
     double logic_density_per_m2 = 0;  // transistors per m2 of logic
     double sram_bytes_per_m2 = 0;     // SRAM macro density
     double clock_hz = 0;              // the boost clock datasheet peaks are quoted at
-    double bf16_j_per_flop = 0;       // one dense bf16 tensor FLOP with its operand delivery
+    double bf16_j_per_flop = 0;       // one dense bf16 tensor FLOP with its register-file operands
     double leakage_w_per_m2 = 0;      // static power per m2 of die
+    double sram_j_per_bit = 0;        // one bit between the SRAM level and the compute units
 };
 
 struct HbmTech {
@@ -67,8 +68,8 @@ int64_t max_hbm_stacks(const TechnologySpec& t);
 
 // Power of the generated chip at full load, W, by where it goes.
 struct ChipPower {
-    double static_w = 0, tensor_w = 0, hbm_w = 0, serdes_w = 0;
-    [[nodiscard]] double total_w() const { return static_w + tensor_w + hbm_w + serdes_w; }
+    double static_w = 0, tensor_w = 0, sram_w = 0, hbm_w = 0, serdes_w = 0;
+    [[nodiscard]] double total_w() const { return static_w + tensor_w + sram_w + hbm_w + serdes_w; }
 };
 
 struct GeneratedChip {

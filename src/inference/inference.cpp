@@ -38,6 +38,7 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
         c.compute_s += oc.fwd_s;
         c.flop += oc.fwd_flop;
         c.hbm_bytes += oc.fwd_bytes;
+        c.sram_bytes += fwd_onchip_bytes(oc);
         c.tensor_s += oc.fwd_tensor_s;
     }
     for (const CommOp& op : ops.comms) {
@@ -172,6 +173,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
     host_s += o.host_s;
     flop += o.flop;
     hbm_bytes += o.hbm_bytes;
+    sram_bytes += o.sram_bytes;
     tensor_s += o.tensor_s;
     scale_up_bytes += o.scale_up_bytes;
     scale_out_bytes += o.scale_out_bytes;
@@ -187,6 +189,7 @@ PassCost PassCost::scaled(double k) const {
     r.host_s *= k;
     r.flop *= k;
     r.hbm_bytes *= k;
+    r.sram_bytes *= k;
     r.tensor_s *= k;
     r.scale_up_bytes *= k;
     r.scale_out_bytes *= k;
@@ -344,8 +347,7 @@ InferResult evaluate_inference(const InferContext& c, const ParallelConfig& p) {
         PassCost all = r.prefill;
         all += r.decode;
         // Per GPU of each stage, summed over the stages: the tp GPUs of a stage do alike.
-        const Work w{all.tensor_s, all.compute_s, all.hbm_bytes, all.scale_up_bytes, all.scale_out_bytes};
-        r.energy = energy_of(c.system, Work{}.add(w, as_d(p.tp)), r.e2e_latency_s, as_d(p.tp * p.pp));
+        r.energy = energy_of(c.system, Work{}.add(all.work(), as_d(p.tp)), r.e2e_latency_s, as_d(p.tp * p.pp));
     }
     return r;
 }

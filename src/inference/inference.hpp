@@ -30,6 +30,7 @@ struct PassCost {
     double host_s = 0;      // framework dispatch not hidden behind the GPU (Efficiency::host_*)
     double flop = 0;        // executed, all GPUs of one replica
     double hbm_bytes = 0;   // HBM traffic of one GPU of each stage, summed over stages
+    double sram_bytes = 0;  // likewise through the on-chip SRAM level (fwd_onchip_bytes)
     // The rest of what the energy model charges, likewise per GPU of each stage: seconds the
     // tensor array is engaged (Work::tensor_s; compute_s is the kernel seconds) and bytes sent
     // over each network level.
@@ -37,6 +38,8 @@ struct PassCost {
     [[nodiscard]] double total_s() const { return compute_s + tp_comm_s + pp_comm_s + ep_comm_s + host_s; }
     PassCost& operator+=(const PassCost& o);
     [[nodiscard]] PassCost scaled(double k) const;
+    // What the energy model charges for it, per GPU of each stage (times tp for the whole stage).
+    [[nodiscard]] Work work() const { return {tensor_s, compute_s, hbm_bytes, scale_up_bytes, scale_out_bytes, sram_bytes}; }
 };
 
 struct InferMemory {

@@ -35,6 +35,7 @@ struct ServingPoint {
     double requests_per_s = 0;      // requests finished per second, all dp replicas (prefill: prompts)
     int64_t gpus = 0;
     PassCost step;                  // one micro-batch's step through the whole model
+    Energy energy;                  // one step of one replica: every micro-batch through every stage
     InferMemory memory;             // KV cache: every request at its average footprint
     bool fits_in_memory = false;
 };

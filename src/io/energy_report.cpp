@@ -27,7 +27,7 @@ void add_energy_keys(Json& j, const SystemSpec& sys, const EnergyScope& s, bool 
         j["energy_per_token_j"] = e.total_j() / s.tokens;
         j["tokens_per_j"] = s.tokens / e.total_j();
         j["power_per_gpu_w"] = power_per_gpu_w(s);
-        j["energy"] = Json{{"compute_j", e.compute_j},     {"active_j", e.active_j}, {"hbm_j", e.hbm_j},
+        j["energy"] = Json{{"compute_j", e.compute_j},     {"active_j", e.active_j}, {"sram_j", e.sram_j}, {"hbm_j", e.hbm_j},
                            {"scale_up_j", e.scale_up_j},   {"scale_out_j", e.scale_out_j},
                            {"idle_j", e.idle_j},           {"tdp_w", sys.energy.tdp_w}};
     }
@@ -52,6 +52,7 @@ std::string energy_text(const SystemSpec& sys, const EnergyScope& s, bool infere
         };
         row("tensor compute", e.compute_j);
         row("active (kernels run)", e.active_j);
+        row("on-chip SRAM", e.sram_j);
         row("HBM", e.hbm_j);
         row("scale-up links", e.scale_up_j);
         row("scale-out network", e.scale_out_j);

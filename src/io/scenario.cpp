@@ -240,22 +240,26 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
     if (!e) return;
     EnergySpec& en = s.energy;
     std::optional<double> tdp, idle, up, out;
+    double sram = 0;  // not given: the SRAM level's energy is inside active_w
     if (tech) {
         const TechnologySpec& t = tech->spec;
         tdp = t.tdp_w;
         idle = tech->chip.power.static_w;
+        sram = t.node.sram_j_per_bit;
         hbm_j_per_bit = t.hbm.j_per_bit;
         up = t.scale_up_serdes.j_per_bit;
         out = t.scale_out_serdes.j_per_bit;
     }
     en.tdp_w = e->number("tdp_w", tdp, 1.0, 1e6);
     en.idle_w = e->number("idle_w", idle, 0.0, 1e6);
+    en.sram_j_per_bit = e->number("sram_j_per_bit", sram, 0.0, 1e-9);
     en.hbm_j_per_bit = e->number("hbm_j_per_bit", hbm_j_per_bit, 0.0, 1e-9);
     en.scale_up_j_per_bit = e->number("scale_up_j_per_bit", up, 0.0, 1e-9);
     en.scale_out_j_per_bit = e->number("scale_out_j_per_bit", out, 0.0, 1e-9);
     if (tech) {  // generated: the technology's figures replace any given
         en.tdp_w = *tdp;
         en.idle_w = *idle;
+        en.sram_j_per_bit = sram;
         en.hbm_j_per_bit = *hbm_j_per_bit;
         en.scale_up_j_per_bit = *up;
         en.scale_out_j_per_bit = *out;
@@ -263,7 +267,7 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
     const double budget = dynamic_budget_w(s);
     if (!(budget > 0 && sustained_matrix_peak(s, Precision::bf16) > 0))
         fail(e->path_of("idle_w"), fmt::format("{:g} W", en.idle_w),
-             fmt::format("expected idle plus HBM and scale-up links at full bandwidth ({:.0f} W) below tdp_w ({:g} W), and a bf16 matrix peak",
+             fmt::format("expected idle plus SRAM, HBM and scale-up links at full bandwidth ({:.0f} W) below tdp_w ({:g} W), and a bf16 matrix peak",
                          en.tdp_w - budget, en.tdp_w));
     // The tensor power first where it is given (or generated): the active power takes what it
     // leaves of the TDP. Otherwise the active power's default share, and the tensors the rest.
@@ -284,7 +288,7 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
         const double calibrated = tdp_calibrated_j_per_flop(s);
         if (!(calibrated > 0))
             fail(e->path_of("active_w"), fmt::format("{:g} W", en.active_w),
-                 fmt::format("expected below the {:.0f} W tdp_w leaves above idle, HBM and scale-up links at full bandwidth", budget));
+                 fmt::format("expected below the {:.0f} W tdp_w leaves above idle, SRAM, HBM and scale-up links at full bandwidth", budget));
         en.tensor_j_per_flop = e->number("tensor_j_per_flop", calibrated, 1e-16, 1e-9);
     }
     // A calibrated figure follows the peaks, bandwidths and TDP it came from: not recorded, so
@@ -294,6 +298,7 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
     if (tech) {
         const std::pair<const char*, double> generated[] = {{"tdp_w", en.tdp_w},
                                                             {"idle_w", en.idle_w},
+                                                            {"sram_j_per_bit", en.sram_j_per_bit},
                                                             {"hbm_j_per_bit", en.hbm_j_per_bit},
                                                             {"scale_up_j_per_bit", en.scale_up_j_per_bit},
                                                             {"scale_out_j_per_bit", en.scale_out_j_per_bit},
@@ -306,7 +311,7 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
         const char* field = given_j ? "tensor_j_per_flop" : "active_w";
         const double given = given_j ? en.tensor_j_per_flop : en.active_w;
         fail(e->path_of(field), given_j ? fmt::format("{:g} J", given) : fmt::format("{:g} W", given),
-             fmt::format("idle, active and tensor power with HBM and scale-up at full bandwidth ({:.0f} W) must fit tdp_w ({:g} W): "
+             fmt::format("idle, active and tensor power with SRAM, HBM and scale-up at full bandwidth ({:.0f} W) must fit tdp_w ({:g} W): "
                          "active_w plus tensor_j_per_flop x the sustained bf16 peak at most {:.0f} W",
                          full_load_power_w(s), en.tdp_w, budget));
     }

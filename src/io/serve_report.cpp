@@ -2,14 +2,28 @@
 
 #include <fmt/format.h>
 
+#include "io/energy_report.hpp"
 #include "io/infer_report.hpp"
 
 namespace sm {
 
+namespace {
+
+// One request's share of a replica's steady state: a step's energy and time over the requests
+// the replica finishes per step, and the tokens each yields.
+EnergyScope serve_energy_scope(const Scenario& s, const ServingPoint& r) {
+    const ParallelConfig& p = s.parallel;
+    const double requests_per_step = r.requests_per_s / static_cast<double>(p.dp) * r.step_s;
+    const double k = requests_per_step > 0 ? 1.0 / requests_per_step : 0.0;
+    return {r.energy.scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
+}
+
+}  // namespace
+
 Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
     const InferenceSpec& i = s.inference;
     const InferMemory& m = r.memory;
-    return Json{
+    Json j{
         {"model", s.model.name},
         {"system", s.system.name},
         {"parallel", parallel_json(s.parallel)},
@@ -38,6 +52,8 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"fits_in_memory", r.fits_in_memory},
         {"memory", memory_json(s, m)},
     };
+    add_energy_keys(j, s.system, serve_energy_scope(s, r), true);
+    return j;
 }
 
 std::string serve_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
@@ -64,6 +80,7 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
     o += fmt::format("    weights {} . KV cache {} ({:.0f} tokens per request) . activations {} . framework {}\n",
                      gib(m.weights_bytes), gib(m.kv_cache_bytes), r.kv_tokens_per_request, gib(m.activations_bytes),
                      gib(m.overhead_bytes));
+    o += energy_text(s.system, serve_energy_scope(s, r), true);
     return o;
 }
 

@@ -68,6 +68,7 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
     t.node.sram_bytes_per_m2 = r->number("sram_bytes_per_m2", num(nodes[sram_node], "sram_bytes_per_m2"), 1e8, 1e15);
     t.node.clock_hz = r->number("clock_hz", num(n, "clock_hz"), 1e7, 1e11);
     t.node.bf16_j_per_flop = r->number("bf16_j_per_flop", num(n, "bf16_j_per_flop"), 1e-16, 1e-9);
+    t.node.sram_j_per_bit = r->number("sram_j_per_bit", num(nodes[sram_node], "sram_j_per_bit"), 0.0, 1e-9);
     t.node.leakage_w_per_m2 = r->number("leakage_w_per_m2", num(n, "leakage_w_per_m2"), 0.0, 1e7);
     t.dies = r->integer("dies", 1, 1, 64);
     const double die_mm2 = r->number("die_area_mm2", std::nullopt, 1.0, 50000.0);

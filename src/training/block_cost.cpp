@@ -27,6 +27,7 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         b.work.tensor_s += c.fwd_tensor_s + c.bwd_tensor_s + (rerun ? c.fwd_tensor_s : 0.0);
         b.work.kernel_s += c.fwd_s + c.bwd_s + (rerun ? c.fwd_s : 0.0);
         b.work.hbm_bytes += c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes + (rerun ? c.fwd_bytes : 0.0);
+        b.work.sram_bytes += (rerun ? 2.0 : 1.0) * fwd_onchip_bytes(c) + bwd_onchip_bytes(c);
         if (op.kind == OpKind::attention || op.kind == OpKind::batched_gemm) {
             attn_fwd_s += c.fwd_s;
             attn_bwd_s += c.bwd_s;

@@ -508,6 +508,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         r.link.offload_s = offload.link_s;
     }
     r.work.hbm_bytes += optimizer_bytes * as_d(r.gpus);
+    r.work.sram_bytes += optimizer_bytes * as_d(r.gpus);  // streamed through L2 once
     r.work.kernel_s += bd.optimizer_s * as_d(r.gpus);
     nic_floor(spans, r.link, bd);
     r.step_time_s = bd.sum();
