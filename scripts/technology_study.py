@@ -136,7 +136,7 @@ def main():
              "**logic only** the process node (density, clock, energy); **memory only** the HBM generation; **network only** "
              "the SerDes generation (NVLink and NIC lanes).", "",
              "## The generated chips", "", "```", f"scalemodel resolve {TRAIN} --set {T}.node=NODE   # for each node", "```", "",
-             "| node | bf16 TFLOP/s | set by | SRAM MB | HBM | scale-up GB/s | NIC GB/s | full-load power W (tensor, HBM, SerDes, static) |",
+             "| node | bf16 TFLOP/s | set by | SRAM MB | HBM | scale-up GB/s | NIC GB/s | full-load power W (tensor, SRAM, HBM, SerDes, static) |",
              "|---|---|---|---|---|---|---|---|"]
     for n in NODES:
         s = chip[n]
