@@ -170,7 +170,8 @@ TEST(LayerOpsTable, ContextParallelKinds) {
     EXPECT_DOUBLE_EQ(l.transient_bytes, 65536);
     // The attention itself as under the ring: 2 x 2 heads x 64 x 128 scores x 32 x 2 FLOP, K/V of
     // 2 x 128 keys x 2 heads x 32 read.
-    const Op& ring_attn = find(layer_ops(m, cut(), LayerKind::dense), "attention");
+    const LayerOps ring = layer_ops(m, cut(), LayerKind::dense);
+    const Op& ring_attn = find(ring, "attention");
     EXPECT_DOUBLE_EQ(find(l, "attention").attn_model_flop, 2097152);
     EXPECT_DOUBLE_EQ(ring_attn.attn_model_flop, 2097152);
     EXPECT_DOUBLE_EQ(find(l, "attention").attn_kv_elems, 16384);

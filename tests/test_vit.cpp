@@ -174,9 +174,10 @@ TEST(Vit, AttentionIsBidirectional) {
     p.microbatch = 2;
     const TrainingSpec t;
     auto attention = [&](const ModelSpec& m) {
-        const Op* a = find_op(layer_ops(m, training_shape(m, p, t), LayerKind::dense), "attention");
+        const LayerOps ops = layer_ops(m, training_shape(m, p, t), LayerKind::dense);  // outlives `a`
+        const Op* a = find_op(ops, "attention");
         EXPECT_NE(a, nullptr);
-        return *a;
+        return a ? *a : Op{};
     };
     const Op full = attention(vit), half = attention(causal);
     // Forward by convention: 4 b s^2 h = 4 x 2 x 32^2 x 64 = 524,288 for both.
