@@ -49,6 +49,21 @@ TEST(Energy, CalibrationAndPerFlopByHand) {
     EXPECT_NEAR(tdp_calibrated_j_per_flop(lazy), 8.6e-13, 1e-24);
 }
 
+TEST(Energy, PerFlopFiguresAtTheEdgesOfThePeak) {
+    // No bf16 peak: nothing to calibrate against, and no energy per FLOP (not a division by 0).
+    SystemSpec none = round_energy_system();
+    none.accel.matrix_flop_per_s = {};
+    EXPECT_EQ(tdp_calibrated_j_per_flop(none), 0.0);
+    EXPECT_EQ(j_per_flop(none, Precision::bf16), 0.0);
+    // A peak of exactly 1 FLOP/s: the formulas hold there too (860 W - 430 W active over 1 FLOP/s;
+    // the tensor power 4.3e-13 W over 1 FLOP/s).
+    SystemSpec one = round_energy_system();
+    one.accel.matrix_flop_per_s = {};
+    one.accel.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)] = 1.0;
+    EXPECT_NEAR(tdp_calibrated_j_per_flop(one), 430.0, 1e-9);
+    EXPECT_NEAR(j_per_flop(one, Precision::bf16), 4.3e-13, 1e-25);
+}
+
 TEST(Energy, EnergyOfWorkByHand) {
     const SystemSpec s = round_energy_system();
     // 2 s of tensor engagement within 2.5 s of kernels, on 4 GPUs over 3 s.
