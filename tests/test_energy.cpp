@@ -315,6 +315,10 @@ TEST(Energy, InferenceComputeIsFlopTimesJoulePerFlop) {
     EXPECT_NEAR(r.energy.hbm_j, (r.prefill.hbm_bytes + r.decode.hbm_bytes) * 2 * 8 * 4e-12, 1e-9 * r.energy.hbm_j);
     EXPECT_NEAR(r.energy.idle_j, 100.0 * 2 * r.e2e_latency_s, 1e-12);
     EXPECT_GT(r.energy.scale_up_j, 0.0);  // the tensor-parallel all-reduces
+    // Two stages: four GPUs idle through the whole latency.
+    p.pp = 2;
+    const InferResult two = evaluate_inference({m, s, w}, p);
+    EXPECT_NEAR(two.energy.idle_j, 100.0 * 4 * two.e2e_latency_s, 1e-12);
 }
 
 // Continuous batching: a step of a replica runs each of its micro-batches through every stage

@@ -41,6 +41,18 @@ TechnologySpec round_chip(double tdp_w) {
 
 double rate(const GeneratedChip& g, Precision p) { return g.matrix_flop_per_s[static_cast<size_t>(p)]; }
 
+TEST(Technology, FixedPowerOfTwoDiesWithAnSramEnergy) {
+    // Two 500 mm2 dies: 1,000 mm2 of static power (0.05 W/mm2: 50 W) and 40 mm2 of SRAM at 475 B
+    // per clock per mm2 and 2 GHz = 3.8e13 B/s, at 0.1 pJ per bit: 30.4 W.
+    TechnologySpec t = round_chip(600);
+    t.dies = 2;
+    t.node.sram_j_per_bit = 0.1e-12;
+    const ChipPower p = fixed_power(t);
+    EXPECT_NEAR(p.static_w, 50.0, 1e-9);
+    EXPECT_NEAR(p.sram_w, 30.4, 1e-9);
+    EXPECT_NEAR(p.total_w(), 50.0 + 30.4 + 96.0 + 10.0, 1e-9);  // HBM and SerDes as one die's
+}
+
 TEST(Technology, AreaLimitedChipByHand) {
     const GeneratedChip g = generate_chip(round_chip(600));
     // 0.2 x 5e10 transistors / 40e3 per FLOP/clk = 250,000 FLOP/clk x 2 GHz = 5e14.
