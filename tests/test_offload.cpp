@@ -44,6 +44,11 @@ TEST(Offload, OptimizerByHand) {
     EXPECT_NEAR(offload_cost(Offload::optimizer, in, host(20e9), 0.5).exposed_s, 0.2, 1e-12);
     // 15 GB of host memory cannot hold 16 GB.
     EXPECT_FALSE(offload_cost(Offload::optimizer, in, host(100e9, 200e9, 15e9), 0.5).fits_host);
+    // A link but no host memory bandwidth is no host tier: nothing moves, nothing is saved.
+    const OffloadResult none = offload_cost(Offload::optimizer, in, host(100e9, 0), 0.5);
+    EXPECT_FALSE(none.fits_host);
+    EXPECT_EQ(none.optimizer_hbm_bytes, 0.0);
+    EXPECT_EQ(none.gpu_optimizer_s_saved, 0.0);
 }
 
 // A layer saves 1 GB per micro-batch; 4 layers, 2 micro-batches in flight: 8 layer-activations

@@ -141,6 +141,10 @@ TEST(Stages, ExplicitFirstAndLastStageLayers) {
     EXPECT_EQ(two.gpu_layers(0), 40);
     EXPECT_EQ(two.gpu_layers(1), 56);
     EXPECT_EQ(two.chunk_begin(1), 20);
+    // A last stage of a single layer: 7 layers on pp 4, the other 6 two per GPU.
+    const StageSplit one = split_of(7, cut(4, 1, PipelineSplit::first_last, 0, 1));
+    EXPECT_EQ(one.gpu_layers(0), 2);
+    EXPECT_EQ(one.gpu_layers(3), 1);
 }
 
 // Blocks of two kinds land where their layers are. DeepSeek-V3-like: 8 layers, the first 3 dense,

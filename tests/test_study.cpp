@@ -371,6 +371,26 @@ TEST(SearchFloor, NeverAboveTheStepAndPruningKeepsTheBest) {
     EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
 }
 
+TEST(Study, LowerIsBetterKeys) {
+    for (const char* k : {"step_time_s", "ttft_s", "energy_per_step_j", "energy_per_token_j", "cost_per_step_usd",
+                          "cost_per_million_tokens_usd"})
+        EXPECT_TRUE(is_lower_better_key(k)) << k;
+    for (const char* k : {"tokens_per_s", "tokens_per_j", "mfu", "output_tokens_per_s_per_gpu"})
+        EXPECT_FALSE(is_lower_better_key(k)) << k;
+}
+
+TEST(Study, SearchPointWithoutAGpuCountIsAnError) {
+    // A search point needs --gpus unless the layout gives tp, pp, dp and cp: with neither, the
+    // point is an input error naming --gpus, not a search over zero GPUs.
+    StudyOptions o;
+    o.mode = StudyMode::search;
+    const Json doc = Json::parse(R"({"model": {"preset": "llama2-7b", "layers": 4}, "system": {"preset": "dgx-a100-80gb"},
+                                     "parallel": {"tp": 2}, "training": {"global_batch": 8}})");
+    const PointOutcome p = evaluate_point(doc, o, 1);
+    EXPECT_EQ(p.status, PointStatus::error);
+    EXPECT_NE(p.message.find("--gpus"), std::string::npos) << p.message;
+}
+
 TEST(Study, PointsSplitOverRanksComeBackInOrder) {
     // Two ranks simulated in turn: rank 1 hands its share to a fake gather, rank 0 merges both.
     const Json base = Json::parse(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},
