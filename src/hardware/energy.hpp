@@ -3,8 +3,9 @@
 // its sources: docs/CALIBRATION.md, "Energy and cost"). A powered GPU draws its idle power
 // throughout; while any kernel runs it draws its active power on top (SMs, register files, L2 and
 // the clock tree are busy even when a kernel waits on memory or a tile runs half empty); while a
-// matrix kernel keeps the tensor array engaged, the tensor power on top of that; HBM and links
-// cost a fixed energy per bit, and so does the traffic through the on-chip SRAM level. No second op loop: the work is summed where the ops are costed.
+// matrix kernel keeps the tensor array engaged, the tensor power on top of that; HBM, links and
+// the traffic through the on-chip SRAM level cost a fixed energy per bit. No second op loop: the
+// work is summed where the ops are costed.
 #include <cstdint>
 
 #include "hardware/system_spec.hpp"
