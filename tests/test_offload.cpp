@@ -102,6 +102,9 @@ TEST(Offload, OptimizerThroughTheStepModel) {
     EXPECT_NEAR(off.link.offload_s, 2.144768e-3 + 1.072384e-3, 1e-12);
     EXPECT_DOUBLE_EQ(off.breakdown.optimizer_s, 0);
     EXPECT_NEAR(off.step_time_s, base.step_time_s - base.breakdown.optimizer_s + 8.04288e-3, 1e-12);
+    // Adam's 30 bytes a parameter (16,085,760 B) no longer stream through HBM: the energy model's
+    // HBM bytes lose them.
+    EXPECT_NEAR(base.work.hbm_bytes - off.work.hbm_bytes, 30.0 * 536192, 1e-3);
     // A host with less memory than the state: the layout does not fit.
     s.host_memory.capacity_bytes = 8e6;
     EXPECT_FALSE(evaluate_training({m, s, t}, p).fits_in_memory);

@@ -371,6 +371,24 @@ TEST(SearchFloor, NeverAboveTheStepAndPruningKeepsTheBest) {
     EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
 }
 
+TEST(Sensitivity, IntegerProbesHalveAndDouble) {
+    // Integer fields step to half and double; an odd one (or 0) is probed upward only.
+    const Json base = Json::parse(R"({"system": {"a": 2, "b": 8, "c": 3, "d": 0}})");
+    const auto probes = sensitivity_probes(base);
+    auto probe = [&](const std::string& path) {
+        for (const Probe& p : probes)
+            if (p.path == path) return p;
+        ADD_FAILURE() << path;
+        return Probe{};
+    };
+    EXPECT_EQ(probe("system.a").low, Json(1));
+    EXPECT_EQ(probe("system.a").high, Json(4));
+    EXPECT_EQ(probe("system.b").low, Json(4));
+    EXPECT_EQ(probe("system.c").low, Json(3));
+    EXPECT_EQ(probe("system.c").high, Json(6));
+    EXPECT_EQ(probe("system.d").low, Json(0));
+}
+
 TEST(Study, LowerIsBetterKeys) {
     for (const char* k : {"step_time_s", "ttft_s", "energy_per_step_j", "energy_per_token_j", "cost_per_step_usd",
                           "cost_per_million_tokens_usd"})
