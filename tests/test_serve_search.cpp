@@ -65,6 +65,21 @@ INSTANTIATE_TEST_SUITE_P(SmallSpaces, ServeSearchVsBruteForce,
                                            Space{"Impossible", 2, 1e-12, 1e-12, 2e6}, Space{"Roomy", 4, 0, 0, 8e6}),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
+TEST(ServeSearch, TargetsAreInclusive) {
+    // A point exactly at a target meets it; a hair below does not; 0 means no target.
+    const ModelSpec m = testing::tiny_llama(4);
+    const SystemSpec sys = testing::round_inference_system();
+    const InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    const ServingPoint pt = serve_at({m, sys, s}, ParallelConfig{}, 8);
+    ASSERT_TRUE(pt.fits_in_memory);
+    EXPECT_TRUE(meets(pt, {pt.ttft_s, pt.tpot_s}));
+    EXPECT_TRUE(meets(pt, {pt.ttft_s, 0}));
+    EXPECT_TRUE(meets(pt, {0, pt.tpot_s}));
+    EXPECT_TRUE(meets(pt, {0, 0}));
+    EXPECT_FALSE(meets(pt, {pt.ttft_s * (1 - 1e-9), 0}));
+    EXPECT_FALSE(meets(pt, {0, pt.tpot_s * (1 - 1e-9)}));
+}
+
 TEST(ServeSearch, ParetoFrontIsNotDominated) {
     const ModelSpec m = testing::tiny_llama(4);
     SystemSpec sys = testing::round_inference_system();
