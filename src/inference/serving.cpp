@@ -150,12 +150,10 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.output_tokens_per_s_per_user = role == ServeRole::prefill ? 0.0 : 1.0 / r.tpot_s;
     r.memory = serving_memory(c, p, concurrency, role);
     r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes;
-    return r;
-}
-
-Energy serving_step_energy(const SystemSpec& sys, const ParallelConfig& p, const ServingPoint& r) {
     // In a step each stage runs each micro-batch once; the tp GPUs of a stage do alike.
-    return energy_of(sys, Work{}.add(r.step.work(), as_d(p.tp * r.micro_batches)), r.step_s, as_d(p.tp * p.pp));
+    if (c.system.energy.known())
+        r.energy = energy_of(c.system, Work{}.add(r.step.work(), as_d(p.tp) * mb), r.step_s, as_d(p.tp * p.pp));
+    return r;
 }
 
 int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit) {

@@ -35,6 +35,7 @@ struct ServingPoint {
     double requests_per_s = 0;      // requests finished per second, all dp replicas (prefill: prompts)
     int64_t gpus = 0;
     PassCost step;                  // one micro-batch's step through the whole model
+    Energy energy;                  // one step of one replica: every micro-batch through every stage
     InferMemory memory;             // KV cache: every request at its average footprint
     bool fits_in_memory = false;
 };
@@ -49,9 +50,6 @@ int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit)
 // A prefill engine's TTFT is its own (queue + chunks + host); a decode engine's is 0 and its
 // output counts the O - 1 tokens after the first.
 ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role = ServeRole::both);
-// Energy of one step of one replica of layout p at point r: every micro-batch through every
-// stage. Costed where it is reported, not per point a search tries.
-Energy serving_step_energy(const SystemSpec& sys, const ParallelConfig& p, const ServingPoint& r);
 // Memory of that steady state on one GPU (weights, KV blocks, the largest step's activations).
 InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role = ServeRole::both);
 // The largest concurrency whose memory fits (0: not even one request).

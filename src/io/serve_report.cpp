@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "io/energy_report.hpp"
-#include "inference/serving.hpp"
 #include "io/infer_report.hpp"
 
 namespace sm {
@@ -16,7 +15,7 @@ EnergyScope serve_energy_scope(const Scenario& s, const ServingPoint& r) {
     const ParallelConfig& p = s.parallel;
     const double requests_per_step = r.requests_per_s / static_cast<double>(p.dp) * r.step_s;
     const double k = requests_per_step > 0 ? 1.0 / requests_per_step : 0.0;
-    return {serving_step_energy(s.system, p, r).scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
+    return {r.energy.scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
 }
 
 }  // namespace
