@@ -43,7 +43,8 @@ struct BruteLayout {
     std::optional<SearchHit> hit;  // set when it fits in memory
 };
 
-// Every layout of `gpus` GPUs that build_scenario(Purpose::train) accepts, evaluated alone.
+// Every layout of `gpus` GPUs that build_scenario(Purpose::train) accepts, evaluated alone
+// (SUMMA grids of every tp included: build_scenario decides which it takes).
 // Sequence parallelism at tp 1 is the same layout as without it and is counted once; so are the
 // context-parallel kinds at cp 1 (ring), and rank orders that place every group as an earlier
 // order of kRankOrders does (the default, tp-cp-dp-pp, first).
@@ -58,6 +59,7 @@ std::vector<BruteLayout> brute_force_layouts(const Json& doc, int64_t gpus, Obje
     resolved["system"] = base.resolved["system"];
     std::vector<BruteLayout> out;
     for (int64_t tp : divisors_of(gpus))
+      for (int64_t rows : divisors_of(tp))  // 1: Megatron's 1D tensor parallelism; > 1: SUMMA grids
         for (int64_t pp : divisors_of(gpus / tp))
             for (int64_t cp : divisors_of(gpus / tp / pp))
                 for (int64_t ep : eps)
@@ -66,6 +68,7 @@ std::vector<BruteLayout> brute_force_layouts(const Json& doc, int64_t gpus, Obje
                             if (cp == 1 && cp_kind != CpKind::ring && !fixed("cp_kind")) continue;
                             ParallelConfig p;
                             p.tp = tp;
+                            p.tp_rows = rows;
                             p.pp = pp;
                             p.cp = cp;
                             p.dp = gpus / (tp * pp * cp);

@@ -27,6 +27,7 @@ TrainingSpec training(int64_t global_batch) {
 LayoutConstraints key_held(Recompute rc) {
     LayoutConstraints f;
     f.cp = 1;
+    f.tp_rows = 1;  // 1D tensor parallelism (SUMMA grids: CountsOfAHandEnumeratedSpace)
     f.microbatch = 1;
     f.recompute = rc;
     return f;
@@ -87,6 +88,16 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
     EXPECT_EQ(sp.stats.pruned_memory, 1);
     EXPECT_EQ(sp.stats.evaluated, 9);
     EXPECT_EQ(sp.stats.layer_costings, 3);  // tp 1; tp 2 without and with SP
+    // SUMMA grids free too (they imply SP): tp 2 as 2 x 1 (the three tp 2 layouts again), tp 4 as
+    // 2 x 2 and as 4 x 1 (pp 1, beyond the 2-GPU domain): 12 + 5 layouts; the 2 x 1 grid is its
+    // own layer costing; 4 heads, 2 K/V heads, FFN 128 and seq 16 admit every grid.
+    f.tp_rows.reset();
+    const SearchResult grids = search_layouts({m, sys, t}, f, o);
+    EXPECT_EQ(grids.stats.candidates, 17);
+    EXPECT_EQ(grids.stats.pruned_domain, 4);
+    EXPECT_EQ(grids.stats.evaluated, 12);
+    EXPECT_EQ(grids.stats.layer_costings, 4);
+    f.tp_rows = 1;
     // Micro-batches of 2: dp 4 leaves one sequence per replica, so tp 1 pp 1 drops out.
     f.sequence_parallel = false;
     f.microbatch = 2;

@@ -132,7 +132,8 @@ std::string table_row(size_t rank, const SearchHit& h, bool with_gpus, double to
     const ParallelConfig& p = h.layout;
     const TrainResult& r = h.result;
     return fmt::format(" {:>3} {}{:>4} {:>3} {:>5} {:>3} {:>3} {:>3} {:>3} {:>4} {:>4} {:>9} {:>12} {:>10.1f} {:>5.1f}% {:>10}{}  {:<11} {}\n", rank,
-                       with_gpus ? fmt::format("{:>6} ", r.gpus) : "", p.tp, p.pp, p.dp, p.cp, p.ep, p.vp,
+                       with_gpus ? fmt::format("{:>6} ", r.gpus) : "",
+                       p.summa() ? fmt::format("{}x{}", p.tp_rows, p.tp_cols()) : std::to_string(p.tp), p.pp, p.dp, p.cp, p.ep, p.vp,
                        p.sequence_parallel ? "on" : "-", p.microbatch, p.zero, to_string(p.recompute), seconds(r.step_time_s),
                        r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.memory.peak_bytes_per_gpu),
                        tokens > 0 ? fmt::format(" {:>8.1f}", tokens / r.tokens_per_s / 86400.0) : "", to_string(p.order),

@@ -39,6 +39,7 @@ std::string_view group_name(CommGroup g) {
         case CommGroup::ep: return "ep";
         case CommGroup::dp: return "dp";
         case CommGroup::pp: return "pp";
+        case CommGroup::tp_rows: return "tp_rows";
     }
     return "?";
 }

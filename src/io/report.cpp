@@ -53,7 +53,7 @@ std::string find_non_finite(const Json& j, const std::string& path) {
 }
 
 Json parallel_json(const ParallelConfig& p) {
-    Json j{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.expert_tp()}, {"vp", p.vp},
+    Json j{{"tp", p.tp}, {"tp_rows", p.tp_rows}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.expert_tp()}, {"vp", p.vp},
            {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
            {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}, {"order", to_string(p.order)},
            {"cp_kind", to_string(p.cp_kind)}};
@@ -160,7 +160,7 @@ Json train_json(const Scenario& s, const TrainResult& r) {
           {"offload_exposed_s", b.offload_exposed_s}}},
         {"comm_link",
          {{"tp_s", r.link.tp_s}, {"pp_s", r.link.pp_s}, {"dp_s", r.link.dp_s}, {"cp_s", r.link.cp_s}, {"ep_s", r.link.ep_s},
-          {"offload_s", r.link.offload_s}}},
+          {"tp_rows_s", r.link.tp_rows_s}, {"offload_s", r.link.offload_s}}},
         {"slowest_stage", r.slowest_stage},
         {"peak_stage", r.peak_stage},
     };
@@ -178,6 +178,9 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
                      p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
                      p.zero, to_string(p.recompute), to_string(s.training.precision));
+    if (p.summa())
+        o += fmt::format("Tensor parallelism: SUMMA 2D, {} rows x {} columns (tokens over rows, heads and widths over columns)\n",
+                         p.tp_rows, p.tp_cols());
     // Shown only where they differ from Megatron's defaults, so existing reports read as before.
     if (p.order != RankOrder::tp_cp_dp || (p.cp > 1 && p.cp_kind != CpKind::ring))
         o += fmt::format("Ranks: order {}  context parallelism {}\n", to_string(p.order), to_string(p.cp_kind));

@@ -436,12 +436,13 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
 }
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
-    static const char* const keys[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero", "recompute",
-                                       "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind"};
+    static const char* const keys[] = {"tp", "tp_rows", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero",
+                                       "recompute", "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
     ParallelConfig p;
     p.tp = r.integer("tp", 1, 1, kMaxDegree);
+    p.tp_rows = r.integer("tp_rows", 1, 1, kMaxDegree);
     p.pp = r.integer("pp", 1, 1, kMaxDegree);
     p.dp = r.integer("dp", 1, 1, kMaxDegree);
     p.cp = r.integer("cp", 1, 1, kMaxDegree);
@@ -449,7 +450,11 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     // Recorded as given: its default follows tp.
     p.etp = r.has("etp") ? r.integer("etp", std::nullopt, 1, kMaxDegree) : 0;
     p.vp = r.integer("vp", 1, 1, 1024);
-    p.sequence_parallel = r.boolean("sequence_parallel", false);
+    // SUMMA keeps activations sharded between GEMMs: sequence parallelism is implied.
+    p.sequence_parallel = r.boolean("sequence_parallel", p.summa());
+    if (p.summa() && !p.sequence_parallel)
+        fail(r.path_of("sequence_parallel"), "false",
+             fmt::format("true or left out: SUMMA (tp_rows {}) keeps activations sharded over the whole grid", p.tp_rows));
     p.microbatch = r.integer("microbatch", 1, 1, kMaxDegree);
     p.zero = r.integer("zero", 0, 0, 3);
     const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
@@ -541,8 +546,32 @@ void require_divides(int64_t d, int64_t n, const std::string& path, const std::s
     if (n % d != 0) fail(path, std::to_string(d), fmt::format("must divide {} ({})", what, n));
 }
 
+// SUMMA's grid (training only): tp_rows x tp_cols ranks, the columns cutting heads and widths as
+// 1D tensor parallelism does, the rows cutting this context-parallel rank's tokens and, with the
+// columns, the hidden width. Dense models with multi-head or grouped-query attention only: the
+// experts' grouped GEMMs and MLA's latent projections are not cut on a grid here.
+void check_summa(const ModelSpec& m, const ParallelConfig& p) {
+    const std::string got = std::to_string(p.tp_rows);
+    require_divides(p.tp_rows, p.tp, "parallel.tp_rows", "parallel.tp");
+    if (m.moe.enabled()) fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for dense models, and model.moe is set");
+    if (m.attention_kind == AttentionKind::mla)
+        fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for multi-head and grouped-query attention, not MLA");
+    if (m.hidden % p.tp != 0) require_divides(p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)");
+    if ((m.seq_len / p.cp) % p.tp_rows != 0)
+        require_divides(p.tp_rows, m.seq_len / p.cp, "parallel.tp_rows", "model.seq_len / cp (tokens split over the grid rows)");
+    const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp_cols());
+    if (bad)
+        fail("parallel.tp_rows", got,
+             fmt::format("tp / tp_rows = {} grid columns must divide {} ({}){}", p.tp_cols(), bad->field, bad->width,
+                         bad->multiple_ok ? " or be a multiple of it" : ""));
+}
+
 // Layout rules shared by train and infer: how a model can be cut.
 void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
+    if (p.summa()) {
+        check_summa(m, p);
+        return;
+    }
     const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp);
     if (!bad) return;
     if (bad->multiple_ok)
@@ -598,7 +627,7 @@ void check_training_layout(const Scenario& s) {
     if (p.vp > 1 && p.pp == 1) fail("parallel.vp", std::to_string(p.vp), "interleaving (vp > 1) needs pp > 1");
     check_pipeline_split(m, p);
     require_divides(p.cp, m.seq_len, "parallel.cp", "model.seq_len");
-    if (p.cp > 1 && p.cp_kind == CpKind::ulysses && !ulysses_fits(m, p.tp, p.cp))
+    if (p.cp > 1 && p.cp_kind == CpKind::ulysses && !ulysses_fits(m, p.tp_cols(), p.cp))
         fail("parallel.cp_kind", "\"ulysses\"",
              m.attention_kind == AttentionKind::mla
                  ? fmt::format("needs model.heads ({}) divisible by tp*cp ({}): Ulysses shards the heads", m.heads, p.tp * p.cp)
@@ -632,6 +661,7 @@ void check_inference_layout(const Scenario& s) {
     if (m.kind != ModelKind::decoder)
         fail("model.kind", fmt::format("\"{}\"", to_string(m.kind)),
              "\"decoder\": infer, serve and roofline model autoregressive decoding; an encoder or ViT has none (time its training with `train`)");
+    if (p.summa()) fail("parallel.tp_rows", std::to_string(p.tp_rows), "1: SUMMA 2D tensor parallelism is modelled for training only");
     check_tensor_parallel(m, p);
     require_divides(p.pp, m.layers, "parallel.pp", "model.layers");
     // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one

@@ -25,7 +25,10 @@ std::string value_csv(const Json& v) {
 }
 
 std::string layout_text(const Json& p) {
-    return fmt::format("tp{} pp{} dp{} cp{} ep{} vp{}{} mb{} z{} {}", p["tp"].get<int64_t>(), p["pp"].get<int64_t>(),
+    // SUMMA shows its grid: tp16=4x4 is 4 rows by 4 columns.
+    const int64_t tp = p["tp"].get<int64_t>(), rows = p.value("tp_rows", int64_t{1});
+    const std::string grid = rows > 1 ? fmt::format("={}x{}", rows, tp / rows) : "";
+    return fmt::format("tp{}{} pp{} dp{} cp{} ep{} vp{}{} mb{} z{} {}", tp, grid, p["pp"].get<int64_t>(),
                        p["dp"].get<int64_t>(), p["cp"].get<int64_t>(), p["ep"].get<int64_t>(), p["vp"].get<int64_t>(),
                        p["sequence_parallel"].get<bool>() ? " sp" : "", p["microbatch"].get<int64_t>(), p["zero"].get<int64_t>(),
                        p["recompute"].get<std::string>());

@@ -43,14 +43,52 @@ Op elementwise_op(std::string_view name, double bytes, double saved_bytes, doubl
     return op;
 }
 
+bool summa(const LayerShape& s) { return s.tp_rows > 1; }
+
+// How a weight GEMM's 1D tensor-parallel shape is cut: Megatron's column-parallel (n split over
+// tp), row-parallel (k split), or not at all (replicated, or a form SUMMA does not apply to).
+enum class Split { column, row, none };
+
+// SUMMA's traffic for one weight GEMM Y[m, n/C] = X[m, k/C] W[k/R, n/C] on an R x C grid
+// (m: this grid row's tokens): nb panels of X travel along the grid row (all C ranks end up
+// with X's [m, k] panel row) and of W along the grid column ([k, n/C]); each panel's partial
+// product overlaps the next panel's broadcast. Backward: dX = dY W^T broadcasts W again and
+// reduces [m, k] partial sums along the row; dW = X^T dY broadcasts X again and reduces [k, n/C]
+// along the column. Over the nb panels a broadcast moves what an all-gather of the panel row
+// moves and a reduction what a reduce-scatter does, so they are costed as those (the root of a
+// panel changes with it). `x_bytes`, `w_bytes`: the whole [m, k] and [k, n/C] panels.
+void summa_comms(LayerOps& out, double x_bytes, double w_bytes, bool data_grad, bool weight_grad) {
+    auto& c = out.comms;
+    c.push_back({"summa_bcast_x", Collective::all_gather, CommGroup::tp, Pass::fwd, x_bytes, 1, true});
+    c.push_back({"summa_bcast_w", Collective::all_gather, CommGroup::tp_rows, Pass::fwd, w_bytes, 1, true});
+    if (data_grad) {
+        c.push_back({"summa_bcast_w_dgrad", Collective::all_gather, CommGroup::tp_rows, Pass::bwd, w_bytes, 1, true});
+        c.push_back({"summa_reduce_dx", Collective::reduce_scatter, CommGroup::tp, Pass::bwd, x_bytes, 1, true});
+    }
+    if (weight_grad) {
+        c.push_back({"summa_bcast_x_wgrad", Collective::all_gather, CommGroup::tp, Pass::bwd, x_bytes, 1, true});
+        c.push_back({"summa_reduce_dw", Collective::reduce_scatter, CommGroup::tp_rows, Pass::bwd, w_bytes, 1, true});
+    }
+}
+
 // A weight GEMM of the block ([m, k] x [k, n], `batch` times: one per local expert). Under LoRA
 // the weight is frozen: no weight-gradient GEMM, so its input is kept for backward only when an
 // adapter of `target` sits beside it (Transformer Engine saves a linear layer's input only when
 // its weight needs a gradient). The adapter is A [k, r] then B [r, n] on the same input, output
 // added: column-parallel bases shard B's n like theirs, row-parallel bases A's k; the partial
 // [m, r] sums this leaves are r/h of the block's own TP traffic and not modelled.
+// Under SUMMA (Split column or row) the GEMM is the grid's [m, n/C] = [m, k] x [k, n/C] per GPU,
+// the same FLOP as the 1D shape given, with its panel traffic (summa_comms).
 void weight_gemm(LayerOps& out, const LayerShape& s, std::string_view name, GemmShape g, double saved_bytes,
-                 LoraTarget target) {
+                 LoraTarget target, Split split = Split::none) {
+    if (summa(s) && split != Split::none) {
+        if (split == Split::row) {
+            const double cols = static_cast<double>(s.tp);
+            g.n /= cols;
+            g.k *= cols;
+        }
+        summa_comms(out, g.m * g.k * s.act_bytes, g.k * g.n * s.act_bytes, true, !s.lora.enabled());
+    }
     Op op = gemm_op(name, g.m, g.n, g.k, saved_bytes);
     op.gemm.batch = g.batch;
     if (!s.lora.enabled()) {
@@ -74,8 +112,9 @@ void weight_gemm(LayerOps& out, const LayerShape& s, std::string_view name, Gemm
 // parallelism (its backward reduce-scatters, and the sharded input saved for the weight gradient
 // is gathered again, overlapped with the data-gradient GEMM); without it, identity forward and
 // all-reduce backward (overlapped with the weight-gradient GEMM).
+// Under SUMMA each GEMM carries its own traffic (summa_comms) and activations stay sharded.
 void enter_tp_region(std::vector<CommOp>& c, const LayerShape& s, double bytes) {
-    if (s.tp <= 1) return;
+    if (s.tp <= 1 || summa(s)) return;
     if (s.sequence_parallel) {
         c.push_back({"sp_all_gather", Collective::all_gather, CommGroup::tp, Pass::fwd, bytes, 1, false});
         c.push_back({"sp_reduce_scatter_grad", Collective::reduce_scatter, CommGroup::tp, Pass::bwd, bytes, 1, false});
@@ -88,7 +127,7 @@ void enter_tp_region(std::vector<CommOp>& c, const LayerShape& s, double bytes) 
 // Leaving a row-parallel block: reduce-scatter (SP) or all-reduce forward; the backward of the
 // reduce-scatter is an all-gather, of the all-reduce the identity.
 void leave_tp_region(std::vector<CommOp>& c, const LayerShape& s, double bytes) {
-    if (s.tp <= 1) return;
+    if (s.tp <= 1 || summa(s)) return;
     if (s.sequence_parallel) {
         c.push_back({"sp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, Pass::fwd, bytes, 1, false});
         c.push_back({"sp_all_gather_grad", Collective::all_gather, CommGroup::tp, Pass::bwd, bytes, 1, false});
@@ -101,6 +140,7 @@ struct Dims {
     double tokens;     // T: tokens of this GPU's micro-batch entering a GEMM
     double tokens_sp;  // tokens held between GEMMs (T / tp with sequence parallelism)
     double h, d, heads, kv_heads, e;
+    double rows;       // SUMMA grid rows: a rank's K/V after the grid column's gather span rows x tokens
 };
 
 Dims dims(const ModelSpec& m, const LayerShape& s) {
@@ -112,6 +152,7 @@ Dims dims(const ModelSpec& m, const LayerShape& s) {
     d.heads = static_cast<double>(m.heads) / static_cast<double>(s.tp);
     d.kv_heads = kv_heads_per_rank(m, s.tp);
     d.e = s.act_bytes;
+    d.rows = static_cast<double>(s.tp_rows);
     return d;
 }
 
@@ -119,6 +160,16 @@ void norm(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& 
     const double elems = d.tokens_sp * width;
     const double flop = (m.norm == NormKind::layernorm ? kLayerNormFlop : kRmsNormFlop) * elems;
     out.ops.push_back(elementwise_op(name, 2.0 * elems * d.e, elems * d.e, 1.5, flop));
+}
+
+// Under SUMMA a norm's rows are split over the grid row's C ranks: the per-token statistics
+// (mean and variance, or the mean square) are all-reduced forward, and the two per-token sums of
+// the backward too. Small, latency-bound, not overlapped.
+void norm_stats(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    if (!summa(s) || s.tp <= 1) return;
+    const double stats = m.norm == NormKind::layernorm ? 2.0 : 1.0;
+    out.comms.push_back({"summa_norm_stats", Collective::all_reduce, CommGroup::tp, Pass::fwd, d.tokens * stats * 4.0, 1, false});
+    out.comms.push_back({"summa_norm_stats_grad", Collective::all_reduce, CommGroup::tp, Pass::bwd, d.tokens * 2.0 * 4.0, 1, false});
 }
 
 // Bias + dropout + residual add, fused as in Megatron.
@@ -192,7 +243,8 @@ void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         return;
     }
     const double cp = static_cast<double>(s.cp);
-    const double kv_local = d.tokens * a.kv * (a.qk_dim + a.v_dim) * d.e;  // K and V produced here
+    // K and V of this rank's tokens (of its grid column's, gathered, under SUMMA).
+    const double kv_local = d.rows * d.tokens * a.kv * (a.qk_dim + a.v_dim) * d.e;
     switch (s.cp_kind) {
         case CpKind::ring:
             // Ring attention: K and V chunks travel cp-1 hops forward; backward sends them again
@@ -212,7 +264,7 @@ void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
             out.comms.push_back({"cp_kv_regather", Collective::all_gather, CommGroup::cp, Pass::bwd, cp * kv_local, 1, false});
             out.comms.push_back(
                 {"cp_dkv_reduce_scatter", Collective::reduce_scatter, CommGroup::cp, Pass::bwd, cp * kv_local, 1, false});
-            out.transient_bytes = 2.0 * cp * kv_local;
+            out.transient_bytes = std::max(out.transient_bytes, 2.0 * cp * kv_local);
             attention(out, m, s, d, a);
             return;
         case CpKind::ulysses: {
@@ -221,7 +273,7 @@ void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
             // sequence, and O goes back; backward runs the four transposed. Not overlapped
             // (DeepSpeed's and TE's "a2a" are blocking). Each buffer is the local tensor.
             const double q = d.tokens * a.q * a.qk_dim * d.e, o = d.tokens * a.q * a.v_dim * d.e;
-            const double k = d.tokens * a.kv * a.qk_dim * d.e, v = d.tokens * a.kv * a.v_dim * d.e;
+            const double k = d.rows * d.tokens * a.kv * a.qk_dim * d.e, v = d.rows * d.tokens * a.kv * a.v_dim * d.e;
             const std::pair<std::string_view, double> fwd[] = {
                 {"cp_a2a_q", q}, {"cp_a2a_k", k}, {"cp_a2a_v", v}, {"cp_a2a_o", o}};
             const std::pair<std::string_view, double> bwd[] = {
@@ -253,11 +305,22 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     const double full_act = d.tokens * d.h * d.e;
     enter_tp_region(out.comms, s, full_act);
     const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
-    weight_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv);
+    weight_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv, Split::column);
     if (m.position == PositionKind::rope) rope(out, d, (d.heads + d.kv_heads) * d.d);
+    if (summa(s)) {
+        // SUMMA leaves each rank the Q, K, V of its grid row's tokens for its column's heads: the
+        // grid column (same heads, the other rows' tokens) gathers K and V before attention and
+        // reduce-scatters dK, dV after it, as all-gather context parallelism does (exposed; the
+        // local K/V is what is saved, so backward gathers again).
+        const double kv = d.rows * d.tokens * d.kv_heads * 2.0 * d.d * d.e;
+        out.comms.push_back({"summa_kv_all_gather", Collective::all_gather, CommGroup::tp_rows, Pass::fwd, kv, 1, false});
+        out.comms.push_back({"summa_kv_regather", Collective::all_gather, CommGroup::tp_rows, Pass::bwd, kv, 1, false});
+        out.comms.push_back({"summa_dkv_reduce_scatter", Collective::reduce_scatter, CommGroup::tp_rows, Pass::bwd, kv, 1, false});
+        out.transient_bytes = 2.0 * kv;
+    }
     cp_attention(out, m, s, d, {d.heads, d.kv_heads, d.d, d.d});
     weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * d.d, 1}, d.tokens * d.heads * d.d * d.e,
-                LoraTarget::linear_proj);
+                LoraTarget::linear_proj, Split::row);
 }
 
 // Multi-head latent attention as Megatron-Core builds it (megatron/core/transformer/
@@ -334,9 +397,11 @@ void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, 
          double batch, double f, double in_saved) {
     const ActCost act = activation_cost(m.ffn_act);
     const double elems = rows * batch * f;  // activation outputs
-    weight_gemm(out, s, names.up, {rows, act.halves * f, d.h, batch}, in_saved, LoraTarget::linear_fc1);
+    // SUMMA is refused for experts (scenario.cpp): only the dense FFN (batch 1) is a grid GEMM.
+    const Split up = batch == 1 ? Split::column : Split::none, down = batch == 1 ? Split::row : Split::none;
+    weight_gemm(out, s, names.up, {rows, act.halves * f, d.h, batch}, in_saved, LoraTarget::linear_fc1, up);
     out.ops.push_back(elementwise_op(names.act, (act.halves + 1.0) * elems * d.e, act.halves * elems * d.e, 2.0, act.flop * elems));
-    weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2);
+    weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2, down);
 }
 
 // Experts whole on each GPU while the rest is tensor-parallel: Megatron-Core's MoE parallel
@@ -392,6 +457,12 @@ bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp) {
     return m.heads % ranks == 0 && (m.attention_kind == AttentionKind::mla || m.kv_heads % ranks == 0);
 }
 
+bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp) {
+    if (rows <= 1 || tp % rows != 0 || m.moe.enabled() || m.attention_kind == AttentionKind::mla) return false;
+    if (m.hidden % tp != 0 || m.seq_len % cp != 0 || (m.seq_len / cp) % rows != 0) return false;
+    return !tensor_parallel_misfit(m, tp / rows).has_value();
+}
+
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
     return std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(tp));
 }
@@ -403,6 +474,7 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     out.input_bytes = d.tokens_sp * d.h * d.e;  // sharded by sequence parallelism, as Megatron keeps it
 
     norm(out, "attn_norm", m, d, d.h);
+    norm_stats(out, m, s, d);
     if (m.attention_kind == AttentionKind::mla)
         mla(out, m, s, d);
     else
@@ -411,6 +483,7 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     residual(out, "attn_residual", m, d);
 
     norm(out, "ffn_norm", m, d, d.h);
+    norm_stats(out, m, s, d);
     // Folded experts (etp 1 < tp) take each rank's own sequence-parallel tokens: the block enters
     // the tensor-parallel region only for its shared experts.
     const bool tp_region = !(kind == LayerKind::moe && folded_experts(s)) || m.moe.shared_experts > 0;
@@ -431,9 +504,17 @@ bool position_added(const ModelSpec& m) { return m.position == PositionKind::lea
 // [patch_in, h] matrix, a GEMM over every token (FourCastNet's PatchEmbed, a strided
 // convolution). Split like the vocabulary-parallel embedding: each tensor-parallel rank holds
 // patch_in/tp rows and the partial sums are reduced; the pixels need no gradient.
+// Under SUMMA it is a grid GEMM whose input (the pixels) needs no gradient.
 void patch_embedding(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
-    const double k = static_cast<double>(m.image.patch_in()) / static_cast<double>(s.tp);
-    weight_gemm(out, s, "patch_embed", {d.tokens, d.h, k, 1}, d.tokens * k * d.e, LoraTarget::none);
+    const double patch_in = static_cast<double>(m.image.patch_in());
+    const double k = patch_in / static_cast<double>(s.tp);
+    if (summa(s)) {
+        const double n = d.h / static_cast<double>(s.tp);
+        summa_comms(out, d.tokens * patch_in * d.e, patch_in * n * d.e, false, true);
+        weight_gemm(out, s, "patch_embed", {d.tokens, n, patch_in, 1}, d.tokens * k * d.e, LoraTarget::none);
+    } else {
+        weight_gemm(out, s, "patch_embed", {d.tokens, d.h, k, 1}, d.tokens * k * d.e, LoraTarget::none);
+    }
     out.ops.back().input_grad = false;
     const double mask = m.dropout ? d.tokens_sp * d.h : 0.0;
     if (position_added(m))
@@ -447,7 +528,7 @@ void patch_embedding(LayerOps& out, const ModelSpec& m, const LayerShape& s, con
 // reduces its slice, and the per-token partial sums are all-reduced over the ranks.
 void regression_head(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, bool with_loss) {
     const double n = static_cast<double>(m.image.patch_out()) / static_cast<double>(s.tp);
-    weight_gemm(out, s, "regression_head", {d.tokens, n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none);
+    weight_gemm(out, s, "regression_head", {d.tokens, n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none, Split::column);
     out.ops.back().keep_activation_precision = with_loss;  // the output layer, as lm_head
     if (!with_loss) return;
     const double values = d.tokens * n;
@@ -466,7 +547,16 @@ LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
     } else {
         const double positions = position_added(m) ? 1.0 : 0.0;
         const double mask = m.dropout ? d.tokens_sp * d.h : 0.0;
-        out.ops.push_back(elementwise_op("embedding", (2.0 + positions) * d.tokens * d.h * d.e, mask));
+        // Under SUMMA each rank looks up its grid column's tokens in its share of the vocabulary
+        // and of the hidden width: rows x tokens x h/C partial rows, reduce-scattered over the column.
+        const double looked_up = summa(s) ? d.rows * d.tokens * d.h / static_cast<double>(s.tp) : d.tokens * d.h;
+        out.ops.push_back(elementwise_op("embedding", (2.0 + positions) * looked_up * d.e, mask));
+        if (summa(s)) {
+            out.comms.push_back({"summa_embed_reduce_scatter", Collective::reduce_scatter, CommGroup::tp_rows, Pass::fwd,
+                                 looked_up * d.e, 1, false});
+            out.comms.push_back({"summa_embed_all_gather_grad", Collective::all_gather, CommGroup::tp_rows, Pass::bwd,
+                                 looked_up * d.e, 1, false});
+        }
     }
     // Vocabulary-parallel embedding (a ViT's: split over the patch's pixels): each rank holds a
     // 1/tp share of the rows; partial rows are summed.
@@ -478,13 +568,14 @@ LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
     LayerOps out;
     const Dims d = dims(m, s);
     norm(out, "final_norm", m, d, d.h);
+    norm_stats(out, m, s, d);
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
     if (m.kind == ModelKind::vit) {
         regression_head(out, m, s, d, with_loss);
         return out;
     }
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
-    weight_gemm(out, s, "lm_head", {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none);
+    weight_gemm(out, s, "lm_head", {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none, Split::column);
     // Training keeps the output layer in bf16 under fp8/fp4 (see Op); a serving engine's choice
     // is its weight_precision.
     out.ops.back().keep_activation_precision = with_loss;

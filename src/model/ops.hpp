@@ -44,7 +44,9 @@ struct Op {
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
-enum class CommGroup { tp, cp, ep, dp, pp };
+// tp: the tensor-parallel group (under SUMMA, one row of the grid: tp / tp_rows ranks);
+// tp_rows: under SUMMA, one column of the grid (tp_rows ranks, one per row).
+enum class CommGroup { tp, cp, ep, dp, pp, tp_rows };
 enum class Pass { fwd, bwd };
 
 // A collective issued by the layer. `bytes` is the full buffer size (the gathered tensor for
@@ -65,7 +67,8 @@ struct LayerShape {
     double q_len = 0;          // query tokens per sequence on this GPU
     double kv_len = 0;         // keys each query row spans (before the causal cut)
     double causal_fraction = 1;// fraction of the q x kv score matrix actually computed
-    int64_t tp = 1;
+    int64_t tp = 1;            // under SUMMA: the grid's columns (heads and widths split over them)
+    int64_t tp_rows = 1;       // SUMMA grid rows (q_len is then this row's tokens); 1 = 1D TP
     int64_t cp = 1;
     CpKind cp_kind = CpKind::ring;  // how context parallelism exchanges K/V (ParallelConfig)
     int64_t ep = 1;
@@ -95,6 +98,12 @@ LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss);
 // Whether DeepSpeed-Ulysses context parallelism can shard the heads over tp x cp ranks: query
 // heads and K/V heads (MLA: query heads) divisible by tp * cp.
 bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp);
+
+// Whether a SUMMA grid of tp ranks with `rows` rows can cut model m at context parallelism cp (what
+// `train` accepts, scenario.cpp check_summa): rows divide tp, the columns cut heads, K/V heads and
+// FFN as 1D tensor parallelism would, tp divides the hidden width, rows divide seq_len / cp; a
+// dense model with multi-head or grouped-query attention.
+bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp);
 
 // Tensor-parallel shard of the KV heads: replicated when there are fewer KV heads than ranks.
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp);

@@ -90,6 +90,11 @@ constexpr std::string_view to_string(CpKind k) {
 
 struct ParallelConfig {
     int64_t tp = 1;
+    // SUMMA 2D tensor parallelism (van de Geijn & Watts 1997; Subramanian et al. 2024): the tp
+    // ranks form a tp_rows x (tp / tp_rows) grid, tokens split over the rows, weight rows over the
+    // rows and weight columns (heads, FFN width) over the columns. 1 = Megatron's 1D tensor
+    // parallelism. ops.cpp says what each GEMM moves.
+    int64_t tp_rows = 1;
     int64_t pp = 1;
     int64_t dp = 1;
     int64_t cp = 1;
@@ -111,6 +116,8 @@ struct ParallelConfig {
     int64_t last_stage_layers = 0;   // first_last split: 0 = the last GPU is a middle one
 
     [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
+    [[nodiscard]] bool summa() const { return tp_rows > 1; }
+    [[nodiscard]] int64_t tp_cols() const { return tp / tp_rows; }
     [[nodiscard]] int64_t expert_tp() const { return etp > 0 ? etp : tp; }
     // GPUs of a stage holding the same experts: tp x dp x cp / (ep x etp).
     [[nodiscard]] int64_t expert_replicas() const { return tp * dp * cp / (ep * expert_tp()); }

@@ -153,7 +153,8 @@ LayerSpans place_layer_groups(const ParallelConfig& p, const SystemSpec& s) {
     const int64_t u = s.used_per_domain();
     const RankStrides st = rank_strides(p);
     LayerSpans l;
-    l.tp = place_group(st.tp, p.tp, n, u);
+    l.tp = place_group(st.tp, p.tp_cols(), n, u);
+    l.tp_rows = place_group(st.tp * p.tp_cols(), p.tp_rows, n, u);
     l.cp = place_group(st.cp, p.cp, n, u);
     // Megatron-Core's expert rank generator (parallel_state.py: etp, ep, dp with cp = 1, order
     // tp-cp-ep-dp-pp) folds tp x dp x cp and takes ep next to etp: expert groups are etp ranks
@@ -173,6 +174,7 @@ CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     c.span[idx(CommGroup::tp)] = l.tp;
     c.span[idx(CommGroup::cp)] = l.cp;
     c.span[idx(CommGroup::ep)] = l.ep;
+    c.span[idx(CommGroup::tp_rows)] = l.tp_rows;
     // Gradients reduce over dp x cp: one strided run when either is 1 or the two digits are
     // neighbours, runs of the inner one with tp's ranks between them otherwise.
     const bool tp_between = p.tp > 1 && st.tp > std::min(st.cp, st.dp) && st.tp < std::max(st.cp, st.dp);

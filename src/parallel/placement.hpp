@@ -11,7 +11,7 @@
 
 namespace sm {
 
-inline constexpr size_t kGroups = 5;  // indexed by CommGroup
+inline constexpr size_t kGroups = 6;  // indexed by CommGroup
 inline size_t idx(CommGroup g) { return static_cast<size_t>(g); }
 
 struct CommSpans {
@@ -42,10 +42,13 @@ RankStrides rank_strides(const ParallelConfig& p);
 // The groups a layer's own collectives use: all that costing a layer needs of the placement.
 struct LayerSpans {
     GroupSpan tp, cp, ep;
+    GroupSpan tp_rows;  // SUMMA's grid columns (size 1 under 1D tensor parallelism)
     bool operator==(const LayerSpans&) const = default;
 };
 LayerSpans place_layer_groups(const ParallelConfig& p, const SystemSpec& s);
 
+// Under SUMMA the tp digit is itself two: the grid's columns fastest (a grid row, CommGroup::tp,
+// is tp / tp_rows consecutive tp ranks), then its rows (CommGroup::tp_rows).
 // Ranks are laid out in p.order, fastest digit first (Megatron's tp-cp-dp-pp by default), pp
 // always outermost. Every tp, cp, dp and pp group is one strided run (place_group); the
 // gradients' dp x cp group is one too when cp and dp are neighbours in the order, else runs of

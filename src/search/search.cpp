@@ -42,7 +42,7 @@ bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || 
 // (tp, cp, ep, pp) with dp = gpus / (tp cp pp). Grouped by (tp, cp, ep) so a task walks a
 // contiguous range.
 struct Shape {
-    int64_t tp, cp, ep, pp, dp;
+    int64_t tp, tp_rows, cp, ep, pp, dp;
     size_t vp_begin, vp_count;               // into Plan::vps: (vp, split) pairs
     size_t place_begin, place_count;         // into Plan::places: the rank orders kept
     std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
@@ -91,6 +91,7 @@ bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
 // The shape's degrees on a layout (the rest of p is the caller's).
 void set_degrees(ParallelConfig& p, const Shape& s) {
     p.tp = s.tp;
+    p.tp_rows = s.tp_rows;
     p.cp = s.cp;
     p.ep = s.ep;
     p.pp = s.pp;
@@ -129,7 +130,9 @@ void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& pla
         for (size_t i = s.place_begin; i < plan.places.size() && !seen; ++i) seen = same_spans(plan.places[i].spans, spans);
         if (seen) continue;
         plan.places.push_back(
-            {o, spans, {spans.span[idx(CommGroup::tp)], spans.span[idx(CommGroup::cp)], spans.span[idx(CommGroup::ep)]}});
+            {o, spans,
+             {spans.span[idx(CommGroup::tp)], spans.span[idx(CommGroup::cp)], spans.span[idx(CommGroup::ep)],
+              spans.span[idx(CommGroup::tp_rows)]}});
     }
     s.place_count = plan.places.size() - s.place_begin;
 }
@@ -157,9 +160,13 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     };
     std::vector<Group> groups;
     for (int64_t tp : divisors(n)) {
-        if (!allowed(f.tp, tp) || tensor_parallel_misfit(m, tp)) continue;
+        if (!allowed(f.tp, tp)) continue;
         for (int64_t cp : divisors(n / tp)) {
             if (!allowed(f.cp, cp) || m.seq_len % cp != 0) continue;
+            // 1D tensor parallelism (tp_rows 1), then every SUMMA grid of tp ranks that `train` accepts.
+            for (int64_t rows : divisors(tp)) {
+            if (!allowed(f.tp_rows, rows)) continue;
+            if (rows == 1 ? tensor_parallel_misfit(m, tp).has_value() : !summa_fits(m, tp, rows, cp)) continue;
             for (int64_t ep : expert_degrees) {
                 if (!allowed(f.ep, ep)) continue;
                 const size_t begin = plan.shapes.size();
@@ -167,7 +174,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                     const int64_t dp = n / (tp * cp * pp);
                     if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
                     if ((dp * cp) % ep != 0) continue;
-                    Shape s{tp, cp, ep, pp, dp, plan.vps.size(), 0, 0, 0, {}};
+                    Shape s{tp, rows, cp, ep, pp, dp, plan.vps.size(), 0, 0, 0, {}};
                     // Every interleaving the model admits, each with its split: the named one, or
                     // what `auto` gives (even, else Megatron's embedding/loss accounting, else
                     // DeepSpeed's uniform split).
@@ -204,6 +211,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                 }
                 if (plan.shapes.size() > begin) groups.push_back({begin, plan.shapes.size()});
             }
+            }
         }
     }
 
@@ -211,15 +219,18 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     const auto n_zero = static_cast<int64_t>(plan.zeros.size());
     for (const Group& g : groups) {
         const int64_t tp = plan.shapes[g.begin].tp, cp = plan.shapes[g.begin].cp;
-        // Sequence parallelism splits the tensor-parallel group's activations: no-op at tp 1.
+        const int64_t rows = plan.shapes[g.begin].tp_rows;
+        // Sequence parallelism splits the tensor-parallel group's activations: no-op at tp 1,
+        // implied by SUMMA.
         for (bool sp : {false, true}) {
             if (f.sequence_parallel ? *f.sequence_parallel != sp : (sp && tp == 1)) continue;
+            if (rows > 1 && !sp) continue;
             for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
                 if (f.recompute && *f.recompute != rc) continue;
                 for (int64_t mb : microbatches) {
                     if (!allowed(f.microbatch, mb)) continue;
                     for (CpKind kind : kCpKinds) {
-                        if (!cp_kind_allowed(m, f, tp, cp, kind)) continue;
+                        if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
                         Task t{g.begin, g.end, sp, rc, mb, kind, 0};
                         for (size_t i = g.begin; i < g.end; ++i)
                             if (admits(plan.shapes[i], gb, mb))
@@ -380,7 +391,7 @@ double objective_score(Objective o, const TrainResult& r) {
 
 bool layout_before(const ParallelConfig& a, const ParallelConfig& b) {
     auto key = [](const ParallelConfig& p) {
-        return std::tuple(p.tp, p.pp, p.dp, p.cp, p.ep, p.vp, p.sequence_parallel, p.microbatch, p.zero,
+        return std::tuple(p.tp, p.tp_rows, p.pp, p.dp, p.cp, p.ep, p.vp, p.sequence_parallel, p.microbatch, p.zero,
                           static_cast<int>(p.recompute), static_cast<int>(p.split), static_cast<int>(p.order),
                           static_cast<int>(p.cp_kind));
     };
@@ -396,6 +407,7 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     LayoutConstraints f;
     auto held = [&](const char* k) { return given.count(k) > 0; };
     if (held("tp")) f.tp = p.tp;
+    if (held("tp_rows")) f.tp_rows = p.tp_rows;
     if (held("pp")) f.pp = p.pp;
     if (held("dp")) f.dp = p.dp;
     if (held("cp")) f.cp = p.cp;

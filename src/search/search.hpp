@@ -33,7 +33,7 @@ double objective_score(Objective o, const TrainResult& r);
 
 // The layout fields the user fixed in the scenario's `parallel` section; nullopt: searched.
 struct LayoutConstraints {
-    std::optional<int64_t> tp, pp, dp, cp, ep, vp, microbatch, zero;
+    std::optional<int64_t> tp, tp_rows, pp, dp, cp, ep, vp, microbatch, zero;
     std::optional<bool> sequence_parallel;
     std::optional<Recompute> recompute;
     std::optional<RankOrder> order;

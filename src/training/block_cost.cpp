@@ -61,14 +61,21 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         }
     }
     const double fwd_reps = recompute == Recompute::full ? 2.0 : 1.0;  // the recompute's forward hides too
+    // SUMMA pipelines its panel broadcasts and reductions with the panel GEMMs of the same pass
+    // (both grid directions at once): its traffic hides behind the pass's compute outside the
+    // attention core (the GEMMs and the element-wise work between them).
+    const bool summa = spans.span[idx(CommGroup::tp_rows)].size > 1;
+    const double gemm_fwd_s = (b.fwd_s - attn_fwd_s) * fwd_reps, gemm_bwd_s = b.bwd_s - attn_bwd_s;
     auto stretch = [&](const std::array<double, kGroups>& hidden, bool fwd) {
         double interference = 0;
         size_t worst = 0;
         double worst_s = 0;
         for (size_t g = 0; g < kGroups; ++g) {
             const bool cp = g == idx(CommGroup::cp);
-            const double window = fwd ? (cp ? attn_fwd_s * fwd_reps : 0.0)
-                                      : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));
+            const bool grid = summa && (g == idx(CommGroup::tp) || g == idx(CommGroup::tp_rows));
+            const double window = grid ? (fwd ? gemm_fwd_s : gemm_bwd_s)
+                                  : fwd ? (cp ? attn_fwd_s * fwd_reps : 0.0)
+                                        : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));
             const double e = std::max(0.0, hidden[g] - window);
             // Hidden traffic still takes SMs and HBM bandwidth from the compute it hides behind.
             const double slowdown = sys.eff.overlap_interference * (hidden[g] - e);

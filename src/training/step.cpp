@@ -249,11 +249,13 @@ PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const St
 void schedule(const BlockCost& slowest, double mb, double pp, double vp, TrainBreakdown& bd, TrainLinkTimes& link) {
     bd.compute_s = mb * (slowest.fwd_s + slowest.bwd_s);
     bd.recompute_s = mb * slowest.recompute_s;
-    bd.tp_comm_exposed_s = mb * slowest.comm_exposed_s[idx(CommGroup::tp)];
+    // SUMMA's two grid directions are both tensor-parallel traffic.
+    bd.tp_comm_exposed_s = mb * (slowest.comm_exposed_s[idx(CommGroup::tp)] + slowest.comm_exposed_s[idx(CommGroup::tp_rows)]);
     bd.cp_comm_exposed_s = mb * slowest.comm_exposed_s[idx(CommGroup::cp)];
     bd.ep_comm_exposed_s = mb * slowest.comm_exposed_s[idx(CommGroup::ep)];
     bd.bubble_s = (pp - 1.0) / vp * slowest.total_s();
-    link.tp_s = mb * slowest.comm_link_s[idx(CommGroup::tp)];
+    link.tp_rows_s = mb * slowest.comm_link_s[idx(CommGroup::tp_rows)];
+    link.tp_s = mb * slowest.comm_link_s[idx(CommGroup::tp)] + link.tp_rows_s;
     link.cp_s = mb * slowest.comm_link_s[idx(CommGroup::cp)];
     link.ep_s = mb * slowest.comm_link_s[idx(CommGroup::ep)];
 }
@@ -271,7 +273,7 @@ void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpan
     const double full = as_d(p.microbatch) * as_d(c.model.seq_len) / as_d(p.cp) * as_d(c.model.hidden) *
                         bytes_per_element(activation_precision(c.training.precision));
     CollectiveCost k = collective_cost(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
-    if (!p.sequence_parallel) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
+    if (!p.sequence_parallel && !p.summa()) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
     const double hop = k.time_s;
     link.pp_s = 2.0 * mb * vp * hop;
     // Every one of the pp x vp - 1 chunk boundaries is crossed both ways per micro-batch, by each
@@ -374,7 +376,9 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
 // claimed beyond that is exposed after all (booked as data-parallel, the overlapped kind).
 void nic_floor(const CommSpans& spans, const TrainLinkTimes& link, TrainBreakdown& bd) {
     double nic_s = 0;
-    const std::pair<CommGroup, double> traffic[] = {{CommGroup::tp, link.tp_s}, {CommGroup::cp, link.cp_s},
+    const std::pair<CommGroup, double> traffic[] = {{CommGroup::tp, link.tp_s - link.tp_rows_s},
+                                                    {CommGroup::tp_rows, link.tp_rows_s},
+                                                    {CommGroup::cp, link.cp_s},
                                                     {CommGroup::ep, link.ep_s}, {CommGroup::dp, link.dp_s},
                                                     {CommGroup::pp, link.pp_s}};
     for (const auto& [g, l] : traffic)
@@ -398,16 +402,19 @@ CostContext training_cost_context(const TrainingSpec& t) {
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t) {
     LayerShape s;
     s.batch = as_d(p.microbatch);
-    s.q_len = as_d(m.seq_len) / as_d(p.cp);
+    // Under SUMMA each grid row holds 1/tp_rows of the context-parallel rank's tokens.
+    s.q_len = as_d(m.seq_len) / as_d(p.cp * p.tp_rows);
     s.kv_len = as_d(m.seq_len);
     // Causal attention computes the lower triangle (load-balanced across context-parallel ranks).
     s.causal_fraction = m.causal ? 0.5 : 1.0;
-    s.tp = p.tp;
+    s.tp = p.tp_cols();
+    s.tp_rows = p.tp_rows;
     s.cp = p.cp;
     s.cp_kind = p.cp_kind;
     s.ep = p.ep;
     s.etp = p.expert_tp();
-    s.sequence_parallel = p.sequence_parallel && p.tp > 1;
+    // SUMMA keeps activations sharded over the whole grid between GEMMs, as sequence parallelism does.
+    s.sequence_parallel = (p.sequence_parallel || p.summa()) && s.tp > 1;
     s.act_bytes = bytes_per_element(activation_precision(t.precision));
     s.kv_bytes = s.act_bytes;
     s.lora = t.lora;
@@ -425,6 +432,7 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const Lay
     spans.span[idx(CommGroup::tp)] = l.tp;
     spans.span[idx(CommGroup::cp)] = l.cp;
     spans.span[idx(CommGroup::ep)] = l.ep;
+    spans.span[idx(CommGroup::tp_rows)] = l.tp_rows;
     const double ov = c.training.tp_overlap;
     LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))

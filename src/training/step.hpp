@@ -42,6 +42,7 @@ struct TrainBreakdown {
 // Time on the wire per step, before overlap.
 struct TrainLinkTimes {
     double tp_s = 0, pp_s = 0, dp_s = 0, cp_s = 0, ep_s = 0;
+    double tp_rows_s = 0;  // SUMMA: the part of tp_s over the grid's columns (tp_rows groups)
     double offload_s = 0;  // host link, both directions
 };
 
