@@ -147,8 +147,11 @@ std::vector<std::vector<int64_t>> groups_by_enumeration(const ParallelConfig& p,
         const int64_t et = (r % stage) % p.tp;
         const int64_t f = (r % stage) / (p.tp * p.ep);
         std::tuple<int64_t, int64_t, int64_t, int64_t> key;
+        // Under SUMMA a grid row is tp / tp_rows consecutive tp ranks, a grid column one rank of each row.
+        const int64_t cols = p.tp / p.tp_rows;
         switch (kind) {
-            case CommGroup::tp: key = {c, d, q, 0}; break;
+            case CommGroup::tp: key = {c, d, q, t / cols}; break;
+            case CommGroup::tp_rows: key = {c, d, q, t % cols}; break;
             case CommGroup::cp: key = {t, d, q, 0}; break;
             case CommGroup::dp: key = {t, q, 0, 0}; break;  // dp x cp
             case CommGroup::ep: key = {et, f, q, 0}; break;
@@ -190,18 +193,21 @@ TEST(Placement, AgreesWithBruteForceOnRandomLayouts) {
         ParallelConfig p = layout(pick({1, 2, 3, 4, 6, 8, 16}), pick({1, 2, 3, 4}), pick({1, 2, 3, 4, 5, 8, 12, 16, 36, 64}),
                                   pick({1, 2, 3, 4, 8}));
         p.order = kRankOrders[rng() % std::size(kRankOrders)];
-        std::vector<int64_t> eps;
+        std::vector<int64_t> eps, rows;
         for (int64_t e = 1; e <= p.dp * p.cp; ++e)
             if (p.dp * p.cp % e == 0) eps.push_back(e);
         p.ep = eps[rng() % eps.size()];
+        for (int64_t r = 1; r <= p.tp; ++r)
+            if (p.tp % r == 0) rows.push_back(r);
+        p.tp_rows = rows[rng() % rows.size()];
         const int64_t domain = pick({1, 2, 4, 8, 16, 18, 36, 64, 72, 80});
         const int64_t used = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(domain));
         const CommSpans c = place_groups(p, domains_of(domain, used));
-        for (CommGroup g : {CommGroup::tp, CommGroup::cp, CommGroup::dp, CommGroup::ep, CommGroup::pp}) {
+        for (CommGroup g : {CommGroup::tp, CommGroup::tp_rows, CommGroup::cp, CommGroup::dp, CommGroup::ep, CommGroup::pp}) {
             const GroupSpan want = slowest_by_enumeration(p, g, used);
             const GroupSpan got = c.span[idx(g)];
             ASSERT_TRUE(got.size == want.size && got.local == want.local && got.remote == want.remote)
-                << to_string(p.order) << " tp " << p.tp << " cp " << p.cp << " dp " << p.dp << " pp " << p.pp << " ep " << p.ep
+                << to_string(p.order) << " tp " << p.tp << " rows " << p.tp_rows << " cp " << p.cp << " dp " << p.dp << " pp " << p.pp << " ep " << p.ep
                 << " domain " << domain << " used " << used << " group " << idx(g) << ": got " << got.size << "/" << got.local << "/"
                 << got.remote << " want " << want.size << "/" << want.local << "/" << want.remote;
         }

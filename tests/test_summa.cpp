@@ -228,6 +228,59 @@ TEST(Summa, PanelTrafficHidesBehindTheGemms) {
         if (!c.overlappable && c.pass == Pass::fwd)
             fwd_exposed_link += collective_time_s(c.kind, c.bytes, spans.span[idx(c.group)], sys);
     EXPECT_NEAR(slow.fwd_wall_s - slow.fwd_s, fwd_exposed_link + (w_fwd - gemm_fwd), 1e-9 * slow.fwd_wall_s);
+    // Backward the same, over the backward's compute outside attention: the grid column carries
+    // W's panels twice (data gradient) and the dW reductions, the row X's panel and dX.
+    double gemm_bwd = 0, col_bwd = 0, row_bwd = 0, bwd_exposed_link = 0;
+    for (const Op& op : ops.ops)
+        if (op.kind != OpKind::attention) gemm_bwd += cost_op(op, sys, ctx).bwd_s;
+    for (const CommOp& c : ops.comms) {
+        if (c.pass != Pass::bwd) continue;
+        const double t = collective_time_s(c.kind, c.bytes, spans.span[idx(c.group)], sys);
+        if (!c.overlappable)
+            bwd_exposed_link += t;
+        else
+            (c.group == CommGroup::tp_rows ? col_bwd : row_bwd) += t;
+    }
+    ASSERT_GT(col_bwd, row_bwd);
+    ASSERT_GT(col_bwd, gemm_bwd);
+    EXPECT_NEAR(slow.bwd_wall_s - slow.bwd_s, bwd_exposed_link + (col_bwd - gemm_bwd), 1e-9 * slow.bwd_wall_s);
+}
+
+// Which grids `train` takes (scenario.cpp check_summa) and the search enumerates.
+TEST(Summa, WhichGridsFit) {
+    const ModelSpec m = grid_gpt();  // 16 heads, 16 K/V heads, FFN 4096, h 1024, seq 512
+    EXPECT_TRUE(summa_fits(m, 4, 2, 1));
+    EXPECT_TRUE(summa_fits(m, 16, 16, 1));   // one column: tokens only
+    EXPECT_TRUE(summa_fits(m, 32, 2, 1));    // 16 columns cut 16 heads
+    EXPECT_FALSE(summa_fits(m, 4, 1, 1));    // one row is 1D tensor parallelism
+    EXPECT_FALSE(summa_fits(m, 4, 3, 1));    // rows must divide tp
+    EXPECT_FALSE(summa_fits(m, 64, 2, 1));   // 32 columns do not cut 16 heads
+    EXPECT_FALSE(summa_fits(m, 2048, 1024, 1));  // tp 2048 does not divide h 1024
+    EXPECT_FALSE(summa_fits(m, 8, 8, 128));  // 512 / 128 = 4 tokens over 8 rows
+    EXPECT_TRUE(summa_fits(m, 8, 4, 128));
+    ModelSpec gqa = m;
+    gqa.kv_heads = 4;  // 8 columns hold half a K/V head each: replicated, as 1D tp allows
+    EXPECT_TRUE(summa_fits(gqa, 16, 2, 1));
+    gqa.kv_heads = 3;
+    EXPECT_FALSE(summa_fits(gqa, 4, 2, 1));
+    ModelSpec moe = testing::tiny_moe();
+    EXPECT_FALSE(summa_fits(moe, 2, 2, 1));
+    moe.moe = {};
+    EXPECT_TRUE(summa_fits(moe, 2, 2, 1));
+    ModelSpec mla = m;
+    mla.attention_kind = AttentionKind::mla;
+    EXPECT_FALSE(summa_fits(mla, 4, 2, 1));
+}
+
+// One column (rows = tp): the grid row is a single GPU, so every tensor-parallel second is the
+// grid column's, and the step reports it as TP time.
+TEST(Summa, OneColumnGridTrafficIsTensorParallel) {
+    auto s = load(R"({"model": {"preset": "gpt3-175b", "layers": 8}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"tp": 8, "tp_rows": 8}, "training": {"global_batch": 1, "precision": "bf16"}})");
+    ASSERT_TRUE(s.ok());
+    const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
+    EXPECT_GT(r.breakdown.tp_comm_exposed_s, 0);
+    EXPECT_DOUBLE_EQ(r.link.tp_s, r.link.tp_rows_s);
 }
 
 // Weights are 1/tp per GPU as under 1D tensor parallelism; the step runs and reports its grid.

@@ -93,7 +93,8 @@ struct ParallelConfig {
     // SUMMA 2D tensor parallelism (van de Geijn & Watts 1997; Subramanian et al. 2024): the tp
     // ranks form a tp_rows x (tp / tp_rows) grid, tokens split over the rows, weight rows over the
     // rows and weight columns (heads, FFN width) over the columns. 1 = Megatron's 1D tensor
-    // parallelism. ops.cpp says what each GEMM moves.
+    // parallelism. ops.cpp says what each GEMM moves. A SUMMA layout always has
+    // sequence_parallel set: its activations are sharded over the whole grid between GEMMs.
     int64_t tp_rows = 1;
     int64_t pp = 1;
     int64_t dp = 1;

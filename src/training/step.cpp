@@ -273,7 +273,7 @@ void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpan
     const double full = as_d(p.microbatch) * as_d(c.model.seq_len) / as_d(p.cp) * as_d(c.model.hidden) *
                         bytes_per_element(activation_precision(c.training.precision));
     CollectiveCost k = collective_cost(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
-    if (!p.sequence_parallel && !p.summa()) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
+    if (!p.sequence_parallel) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
     const double hop = k.time_s;
     link.pp_s = 2.0 * mb * vp * hop;
     // Every one of the pp x vp - 1 chunk boundaries is crossed both ways per micro-batch, by each
@@ -413,8 +413,9 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     s.cp_kind = p.cp_kind;
     s.ep = p.ep;
     s.etp = p.expert_tp();
-    // SUMMA keeps activations sharded over the whole grid between GEMMs, as sequence parallelism does.
-    s.sequence_parallel = (p.sequence_parallel || p.summa()) && s.tp > 1;
+    // SUMMA keeps activations sharded over the whole grid between GEMMs: its layouts carry
+    // sequence_parallel (scenario.cpp and the search set it).
+    s.sequence_parallel = p.sequence_parallel && s.tp > 1;
     s.act_bytes = bytes_per_element(activation_precision(t.precision));
     s.kv_bytes = s.act_bytes;
     s.lora = t.lora;
