@@ -92,8 +92,6 @@ python3 scripts/technology_study.py "$BIN"
 # Issue 11: the LLM against the long-sequence ViT (Subramanian et al., PMBS'24) as the NVLink
 # domain grows, rank order and context-parallel kind searched; then the ViT per CP kind.
 V=examples/search-vit-era5.json
-study llm-vs-long-sequence-a100.md "GPT-3 175B against the ERA5 ViT (64,800 tokens) on 4,096 DGX A100 80GB GPUs, global batch 4,096: best layout per NVLink domain size (4, 8, 64), rank order and CP kind searched" \
-    sweep $V --mode search --gpus 4096 --vary model.preset=gpt3-175b,vit-era5 --vary system.scale_up.domain_gpus=4,8,64
 # The whole of issue 11's study: several tables, each from one command, then the reading.
 L="sweep $V --mode search"
 {
@@ -106,7 +104,7 @@ L="sweep $V --mode search"
     n=1
     for args in \
         "--vary model.preset=gpt3-175b,gpt-1t,vit-era5 --vary system.preset=dgx-a100-80gb,dgx-h100,dgx-b200 --vary system.scale_up.domain_gpus=4,8,64,72 --vary gpus=4096,16384" \
-        "--gpus 4096 --set system.scale_up.domain_gpus=64 --vary model.preset=gpt3-175b,vit-era5 --vary parallel.tp_rows=1,2,4,8" \
+        "--gpus 4096 --vary model.preset=gpt3-175b,vit-era5 --vary system.scale_up.domain_gpus=4,64 --vary parallel.tp_rows=1,2,4,8" \
         "--gpus 4096 --set system.preset=dgx-h100 --vary model.preset=gpt3-175b,vit-era5 --vary system.scale_up.domain_gpus=8,64 --vary system.accelerator.memory_bytes=40e9,80e9,141e9,192e9" \
         "--gpus 4096 --set system.preset=dgx-h100 --vary model.preset=gpt3-175b,vit-era5 --vary system.scale_up.domain_gpus=8,64 --vary system.accelerator.memory_bw_bytes_per_s=2e12,3.35e12,4.8e12,8e12" \
         "--gpus 4096 --set system.preset=dgx-h100 --vary model.preset=gpt3-175b,vit-era5 --vary system.scale_up.domain_gpus=8,64 --vary system.scale_out.bw_bytes_per_s=12.5e9,25e9,50e9,100e9" \

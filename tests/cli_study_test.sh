@@ -85,6 +85,11 @@ run sweep "$T" --vary parallel.microbatch=1:4:x2 --format json &&
 import json,sys; d=json.load(open('$TMP/o'))
 assert [p['inputs']['parallel.microbatch'] for p in d['points']] == [1,2,4]
 assert all('step_time_s' in p for p in d['points']) and 'elapsed_s' in d and d['overrides'] == {}"
+# A search point whose every layout needs tp beyond the scale-up domain says so, not "does not fit":
+# SUMMA with 8 rows needs tp >= 8 on 4-GPU domains.
+run sweep "$S" --mode search --gpus 64 --set system.scale_up.domain_gpus=4 --vary parallel.tp_rows=1,8 --format csv &&
+    expect "domain-pruned point" grep -q '^8,no_fit,.*keeps tp within the 4-GPU scale-up domain' "$TMP/o" &&
+    expect "1D point found" grep -q '^1,ok,' "$TMP/o"
 # A header even when no point fits: every point an error.
 run sweep "$T" --vary parallel.tp=5,7 --format csv &&
     expect "csv header without results" grep -q '^parallel.tp,status,message,breakdown.bubble_s,' "$TMP/o"

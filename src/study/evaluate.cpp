@@ -116,6 +116,9 @@ PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) 
     const SearchResult r = search_layouts({s.model, s.system, s.training}, constraints_from(s.parallel, given), so);
     if (r.stats.candidates == 0)
         return {PointStatus::no_fit, {}, fmt::format("no valid layout of {} GPUs", so.gpus), 0};
+    // Every candidate pruned by the network-domain rule: say so, not "does not fit".
+    if (r.stats.candidates == r.stats.pruned_domain)
+        return {PointStatus::no_fit, {}, fmt::format("no layout of {} GPUs keeps tp within the {}-GPU scale-up domain (--cross-domain-tp)", so.gpus, s.system.used_per_domain()), 0};
     if (r.best.empty()) return {PointStatus::no_fit, {}, fmt::format("no layout of {} GPUs fits in memory", so.gpus), 0};
     s.parallel = r.best.front().layout;
     return finish(train_json(s, r.best.front().result), o);
