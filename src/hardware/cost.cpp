@@ -211,7 +211,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             break;
         }
         case OpKind::attention: {
-            const double peak = attention_peak(sys, ctx) * sys.eff.attention_max;
+            // A CUDA-core decode kernel (masked MHA) does the dot products at the vector rate.
+            const bool vector = op.decode_core && sys.eff.decode_attention == DecodeAttentionUnits::cuda_core;
+            const double peak = vector ? sys.accel.vector_flop_per_s * sys.eff.clock_fraction * sys.eff.attention_max
+                                       : attention_peak(sys, ctx) * sys.eff.attention_max;
             const double bytes = op.attn_io_elems * ctx.act_bytes + op.attn_kv_elems * ctx.kv_bytes;
             c.fwd_flop = op.attn_flop;
             c.fwd_model_flop = op.attn_model_flop;

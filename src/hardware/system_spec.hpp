@@ -8,6 +8,13 @@
 
 namespace sm {
 
+// Which units run decode attention (one query token per sequence against its K/V cache):
+// tensor_core, a kernel that stacks the query heads sharing a K/V head into one matrix product
+// (TensorRT-LLM's XQA, FlashInfer's and FlashAttention's decode kernels); cuda_core, one that
+// computes each query head's dot products on the vector units (TensorRT-LLM's masked MHA), so
+// grouped-query attention's group-size-fold reuse of each K/V byte is paid at the vector rate.
+enum class DecodeAttentionUnits : uint8_t { tensor_core, cuda_core };
+
 // Achievable fractions of peak and fixed overheads: the calibration of the cost model.
 // Shared by every scenario on a system; values and their sources in docs/CALIBRATION.md.
 struct Efficiency {
@@ -34,6 +41,7 @@ struct Efficiency {
     // Per request, in its time to first token: tokenisation, scheduling, the first step's setup
     // and returning the token, on the host (serving only; `infer --concurrency`, serve-search).
     double host_request_overhead_s = 0;
+    DecodeAttentionUnits decode_attention = DecodeAttentionUnits::tensor_core;
 };
 
 struct Accelerator {

@@ -425,6 +425,9 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         f.host_layer_overhead_s = e->number("host_layer_overhead_s", f.host_layer_overhead_s, 0.0, 1.0);
         f.host_collective_overhead_s = e->number("host_collective_overhead_s", f.host_collective_overhead_s, 0.0, 1.0);
         f.host_request_overhead_s = e->number("host_request_overhead_s", f.host_request_overhead_s, 0.0, 10.0);
+        f.decode_attention = e->choice("decode_attention", "tensor_core", {"tensor_core", "cuda_core"}) == "cuda_core"
+                                 ? DecodeAttentionUnits::cuda_core
+                                 : DecodeAttentionUnits::tensor_core;
         e->finish();
     }
     s.scale_up.efficiency = s.eff.scale_up;

@@ -204,6 +204,8 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
         op.saved_bytes = (q_elems + local_k + local_v) * d.e;  // Q, K, V
         op.core_saved_bytes = d.tokens * a.q * 4.0;             // fp32 log-sum-exp
         op.attention_core = true;
+        // MLA's absorbed decode (one shared latent head) runs its own kernels (FlashMLA).
+        op.decode_core = s.decode && a.kv_read_elems < 0;
         out.ops.push_back(op);
         return;
     }

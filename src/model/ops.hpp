@@ -38,6 +38,7 @@ struct Op {
     double saved_bytes = 0;
     double core_saved_bytes = 0;
     bool attention_core = false;  // re-run in backward under selective recompute
+    bool decode_core = false;     // decode attention over K/V heads (efficiency.decode_attention picks its units)
     // Runs in the activation format (bf16) even when the other GEMMs run in fp8/fp4: Transformer
     // Engine quantises only the layers built from its modules, and Megatron's output layer is not one.
     bool keep_activation_precision = false;
