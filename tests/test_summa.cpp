@@ -129,6 +129,9 @@ TEST(Summa, PanelTrafficPerGemm) {
     EXPECT_FALSE(kv.overlappable);
     EXPECT_DOUBLE_EQ(kv.bytes, 2.0 * 256 * 8 * 128 * 2);
     EXPECT_DOUBLE_EQ(comm_named(ops, "summa_dkv_reduce_scatter").bytes, kv.bytes);
+    EXPECT_FALSE(comm_named(ops, "summa_kv_regather").overlappable);
+    EXPECT_FALSE(comm_named(ops, "summa_dkv_reduce_scatter").overlappable);
+    EXPECT_EQ(comm_named(ops, "summa_kv_regather").pass, Pass::bwd);
     EXPECT_DOUBLE_EQ(ops.transient_bytes, 2 * kv.bytes);
     // Layernorm statistics (mean, variance in fp32) of 256 tokens over the grid row, per norm.
     EXPECT_EQ(count_named(ops, "summa_norm_stats"), 2);
@@ -281,6 +284,11 @@ TEST(Summa, OneColumnGridTrafficIsTensorParallel) {
     const TrainResult r = evaluate_training({s->model, s->system, s->training}, s->parallel);
     EXPECT_GT(r.breakdown.tp_comm_exposed_s, 0);
     EXPECT_DOUBLE_EQ(r.link.tp_s, r.link.tp_rows_s);
+    // One rank per grid row: no norm statistics to all-reduce, no panel row to broadcast over.
+    const LayerOps ops = layer_ops(s->model, training_shape(s->model, s->parallel, s->training), LayerKind::dense);
+    EXPECT_EQ(count_named(ops, "summa_norm_stats"), 0);
+    EXPECT_EQ(count_named(ops, "summa_norm_stats_grad"), 0);
+    EXPECT_EQ(count_named(ops, "summa_bcast_w"), 4);
 }
 
 // Weights are 1/tp per GPU as under 1D tensor parallelism; the step runs and reports its grid.
