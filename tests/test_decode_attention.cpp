@@ -94,6 +94,21 @@ TEST(DecodeAttention, MlaDecodeIsNotAKvHeadKernel) {
     EXPECT_FALSE(attn.decode_core);
 }
 
+// DeepSeek-V3 decoding on 8 GPUs: RoPE on the query's 64-wide rotary part of each of the 16
+// local heads and on the one shared rotary key, 64 tokens: 64 x (16 + 1) x 64 elements, read and
+// written in bf16.
+TEST(DecodeAttention, MlaDecodeRope) {
+    const ModelSpec m = testing::model_preset("deepseek-v3");
+    LayerShape s = decode_step();
+    s.tp = 8;
+    const LayerOps ops = layer_ops(m, s, LayerKind::dense);
+    const Op* rope = nullptr;
+    for (const Op& op : ops.ops)
+        if (op.name == "rope") rope = &op;
+    ASSERT_NE(rope, nullptr);
+    EXPECT_DOUBLE_EQ(rope->bytes, 2.0 * 64 * 17 * 64 * 2);
+}
+
 TEST(DecodeAttention, ScenarioField) {
     const std::string doc = R"({"model": {"preset": "llama2-70b"}, "system": {"preset": "dgx-h100"},
         "parallel": {"tp": 8}, "inference": {"batch": 64, "input_len": 2048, "output_len": 128}})";

@@ -2,6 +2,7 @@
 // point-to-point hops and bytes, activations in flight, and the NIC floor on the step.
 #include <gtest/gtest.h>
 
+#include "parallel/pipeline_split.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -239,6 +240,22 @@ TEST(Pipeline, NicFloorCountsEveryGroupThatLeavesTheDomain) {
     const TrainResult r = step_over(m, s, batch_of(1), p, c);
     EXPECT_NEAR(r.link.dp_s, dp_link, 1e-15);
     EXPECT_NEAR(r.step_time_s, 16 * ms + dp_link, 1e-15);
+}
+
+// Megatron's decoder_first_pipeline_num_layers = 1: 9 layers on pp 3, the first GPU one layer,
+// the other two (the last one a middle GPU: no last count given) 4 each.
+TEST(Pipeline, OneLayerFirstStage) {
+    ParallelConfig p;
+    p.pp = 3;
+    p.split = PipelineSplit::first_last;
+    p.first_stage_layers = 1;
+    const SplitOutcome cut = split_layers(9, p);
+    ASSERT_TRUE(cut.ok()) << cut.problem;
+    EXPECT_EQ(cut.split.first, 1);
+    EXPECT_EQ(cut.split.middle, 4);
+    EXPECT_EQ(cut.split.last, 4);
+    EXPECT_EQ(cut.split.gpu_layers(0), 1);
+    EXPECT_EQ(cut.split.gpu_layers(2), 4);
 }
 
 }  // namespace
