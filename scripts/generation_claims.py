@@ -28,7 +28,9 @@ def best(model, stem, extra):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     r = json.loads(out)["results"][0]
     p = r["parallel"]
-    layout = f"tp{p['tp']} pp{p['pp']} dp{p['dp']} cp{p['cp']} ep{p['ep']} vp{p['vp']} mb{p['microbatch']} z{p['zero']} {p['recompute']}"
+    rows = p.get('tp_rows', 1)  # SUMMA grids show as tp8=2x4 (rows x columns)
+    grid = f"={rows}x{p['tp'] // rows}" if rows > 1 else ""
+    layout = f"tp{p['tp']}{grid} pp{p['pp']} dp{p['dp']} cp{p['cp']} ep{p['ep']} vp{p['vp']} mb{p['microbatch']} z{p['zero']} {p['recompute']}"
     return r["step_time_s"], r["mfu"], layout
 
 

@@ -85,7 +85,9 @@ def training_section(title, scenario, extra, lines):
         shares = sorted(parts.items(), key=lambda kv: -kv[1])
         where = ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in shares if v / step >= 0.01)
         moves.append((n, shares[1][0] if shares[0][0] == "compute" else shares[0][0]))
-        layout = f"tp{r['parallel.tp']} pp{r['parallel.pp']} dp{r['parallel.dp']} cp{r['parallel.cp']} mb{r['parallel.microbatch']} z{r['parallel.zero']}"
+        rows = int(r.get("parallel.tp_rows") or 1)  # SUMMA grids show as tp8=2x4 (rows x columns)
+        grid = f"={rows}x{int(r['parallel.tp']) // rows}" if rows > 1 else ""
+        layout = f"tp{r['parallel.tp']}{grid} pp{r['parallel.pp']} dp{r['parallel.dp']} cp{r['parallel.cp']} mb{r['parallel.microbatch']} z{r['parallel.zero']}"
         lines.append(f"| {n} | " + " | ".join(cells) + f" | {where} | {layout} |")
     lines.append("")
     last = {name: base[name] / float(results[name][NODES[-1]]["step_time_s"]) for name in base}

@@ -77,7 +77,8 @@ TEST(DecodeAttention, PrefillIsNotDecode) {
     LayerShape s = decode_step();
     s.q_len = 4096;
     s.decode = false;
-    const Op& attn = attention_op(layer_ops(m, s, LayerKind::dense));
+    const LayerOps ops = layer_ops(m, s, LayerKind::dense);  // held: attention_op returns a reference into it
+    const Op& attn = attention_op(ops);
     EXPECT_FALSE(attn.decode_core);
     SystemSpec sys = round_inference_system();
     sys.eff.decode_attention = DecodeAttentionUnits::cuda_core;
@@ -90,7 +91,8 @@ TEST(DecodeAttention, MlaDecodeIsNotAKvHeadKernel) {
     const ModelSpec m = testing::model_preset("deepseek-v3");
     LayerShape s = decode_step();
     s.tp = 8;
-    const Op& attn = attention_op(layer_ops(m, s, LayerKind::dense));
+    const LayerOps ops = layer_ops(m, s, LayerKind::dense);  // held: attention_op returns a reference into it
+    const Op& attn = attention_op(ops);
     EXPECT_FALSE(attn.decode_core);
 }
 
