@@ -165,52 +165,52 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
             if (!allowed(f.cp, cp) || m.seq_len % cp != 0) continue;
             // 1D tensor parallelism (tp_rows 1), then every SUMMA grid of tp ranks that `train` accepts.
             for (int64_t rows : divisors(tp)) {
-            if (!allowed(f.tp_rows, rows)) continue;
-            if (rows == 1 ? tensor_parallel_misfit(m, tp).has_value() : !summa_fits(m, tp, rows, cp)) continue;
-            for (int64_t ep : expert_degrees) {
-                if (!allowed(f.ep, ep)) continue;
-                const size_t begin = plan.shapes.size();
-                for (int64_t pp : divisors(n / (tp * cp))) {
-                    const int64_t dp = n / (tp * cp * pp);
-                    if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
-                    if ((dp * cp) % ep != 0) continue;
-                    Shape s{tp, rows, cp, ep, pp, dp, plan.vps.size(), 0, 0, 0, {}};
-                    // Every interleaving the model admits, each with its split: the named one, or
-                    // what `auto` gives (even, else Megatron's embedding/loss accounting, else
-                    // DeepSpeed's uniform split).
-                    for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
-                        if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
-                        ParallelConfig q;
-                        q.pp = pp;
-                        q.vp = vp;
-                        q.first_stage_layers = f.first_stage_layers;
-                        q.last_stage_layers = f.last_stage_layers;
-                        q.split = f.split ? *f.split : default_split(m.layers, q);
-                        if (split_layers(m.layers, q).ok()) plan.vps.push_back({vp, q.split});
-                        if (pp == 1) break;
-                    }
-                    s.vp_count = plan.vps.size() - s.vp_begin;
-                    if (s.vp_count == 0) continue;
-                    add_placements(c, f, plan, s);
-                    // A lower bound over the shape's splits: the smallest of theirs. A GPU's
-                    // layers under one split do not depend on vp (L/pp even, (L+2)/pp - 1 at the
-                    // ends with the slots), so one vp per split is costed.
-                    for (int64_t z : plan.zeros) {
-                        double low = std::numeric_limits<double>::infinity();
-                        uint32_t seen = 0;
-                        for (size_t v = 0; v < s.vp_count; ++v) {
-                            const Interleave& iv = plan.vps[s.vp_begin + v];
-                            const uint32_t bit = 1u << static_cast<unsigned>(iv.split);
-                            if (seen & bit) continue;
-                            seen |= bit;
-                            low = std::min(low, static_memory_bytes(c, s, z, iv, f));
+                if (!allowed(f.tp_rows, rows)) continue;
+                if (rows == 1 ? tensor_parallel_misfit(m, tp).has_value() : !summa_fits(m, tp, rows, cp)) continue;
+                for (int64_t ep : expert_degrees) {
+                    if (!allowed(f.ep, ep)) continue;
+                    const size_t begin = plan.shapes.size();
+                    for (int64_t pp : divisors(n / (tp * cp))) {
+                        const int64_t dp = n / (tp * cp * pp);
+                        if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
+                        if ((dp * cp) % ep != 0) continue;
+                        Shape s{tp, rows, cp, ep, pp, dp, plan.vps.size(), 0, 0, 0, {}};
+                        // Every interleaving the model admits, each with its split: the named one, or
+                        // what `auto` gives (even, else Megatron's embedding/loss accounting, else
+                        // DeepSpeed's uniform split).
+                        for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
+                            if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
+                            ParallelConfig q;
+                            q.pp = pp;
+                            q.vp = vp;
+                            q.first_stage_layers = f.first_stage_layers;
+                            q.last_stage_layers = f.last_stage_layers;
+                            q.split = f.split ? *f.split : default_split(m.layers, q);
+                            if (split_layers(m.layers, q).ok()) plan.vps.push_back({vp, q.split});
+                            if (pp == 1) break;
                         }
-                        s.static_bytes[static_cast<size_t>(z)] = low;
+                        s.vp_count = plan.vps.size() - s.vp_begin;
+                        if (s.vp_count == 0) continue;
+                        add_placements(c, f, plan, s);
+                        // A lower bound over the shape's splits: the smallest of theirs. A GPU's
+                        // layers under one split do not depend on vp (L/pp even, (L+2)/pp - 1 at the
+                        // ends with the slots), so one vp per split is costed.
+                        for (int64_t z : plan.zeros) {
+                            double low = std::numeric_limits<double>::infinity();
+                            uint32_t seen = 0;
+                            for (size_t v = 0; v < s.vp_count; ++v) {
+                                const Interleave& iv = plan.vps[s.vp_begin + v];
+                                const uint32_t bit = 1u << static_cast<unsigned>(iv.split);
+                                if (seen & bit) continue;
+                                seen |= bit;
+                                low = std::min(low, static_memory_bytes(c, s, z, iv, f));
+                            }
+                            s.static_bytes[static_cast<size_t>(z)] = low;
+                        }
+                        plan.shapes.push_back(s);
                     }
-                    plan.shapes.push_back(s);
+                    if (plan.shapes.size() > begin) groups.push_back({begin, plan.shapes.size()});
                 }
-                if (plan.shapes.size() > begin) groups.push_back({begin, plan.shapes.size()});
-            }
             }
         }
     }
