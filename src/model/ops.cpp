@@ -1,6 +1,7 @@
 #include "model/ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace sm {
@@ -440,7 +441,14 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
-    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / local_experts, local_experts, expert_width,
+    // Decoding a few tokens touches only some experts, and a grouped GEMM reads the weights of
+    // those alone: each of the expert-parallel group's own x ep tokens picks top_k of the experts,
+    // so a local expert is left idle with probability (1 - top_k / experts)^(own x ep) (uniform,
+    // independent routing). Prefill and training batches touch every expert (the factor is 1 to
+    // rounding), so only decode steps take the expectation.
+    const double touched =
+        s.decode ? local_experts * (1.0 - std::pow(1.0 - topk / experts, own * ep)) : local_experts;
+    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / touched, touched, expert_width,
         routed * d.h * d.e);
     if (s.ep > 1) {
         out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
