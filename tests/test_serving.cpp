@@ -284,11 +284,47 @@ TEST(ServingValidationRows, UnmodelledRowsSkippedWithTheReason) {
         "swa,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\"alternating sliding-window(128)/full\"\n"
         "ok,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\n";
     const ValidationReport r = run_validation("t", csv, std::nullopt).value();
-    ASSERT_EQ(r.skipped.size(), 2u);
-    EXPECT_NE(r.skipped[0].find("attention data parallelism"), std::string::npos);
-    EXPECT_NE(r.skipped[1].find("sliding-window"), std::string::npos);
-    ASSERT_EQ(r.cases.size(), 1u);
-    EXPECT_EQ(r.cases[0].metric, "output_tokens_per_s_per_gpu_max");  // batch unpublished: --max-throughput
+    ASSERT_EQ(r.skipped.size(), 1u);
+    EXPECT_NE(r.skipped[0].find("sliding-window"), std::string::npos);
+    ASSERT_EQ(r.cases.size(), 2u);  // DEP runs as attention replicas (dp 2 of tp 1)
+    EXPECT_EQ(r.cases[0].id, "dep");
+    EXPECT_EQ(r.cases[0].layout.rfind("tp1 pp1", 0), 0u) << r.cases[0].layout;
+    EXPECT_EQ(r.cases[1].metric, "output_tokens_per_s_per_gpu_max");  // batch unpublished: --max-throughput
+}
+
+// DEP-4 of an MoE model: the tp column holds the 4 GPUs; they become 4 attention replicas of
+// tp 1 with the experts split 4 ways.
+TEST(ServingValidationRows, AttentionDataParallelRows) {
+    CsvRow row{{"id", "x"},          {"model", "Toy-MoE"}, {"layers", "4"},       {"hidden", "64"},
+               {"heads", "4"},       {"kv_heads", "2"},    {"ffn_hidden", "128"}, {"ffn_act", "swiglu"},
+               {"vocab", "100"},     {"system", "dgx-b200"}, {"tp", "4"},         {"pp", "1"},
+               {"input_len", "300"}, {"output_len", "50"}, {"precision", "fp8"},
+               {"notes", "DEP4 = 4 GPUs with attention data-parallel + expert parallel 4; MoE 8 experts top-2"}};
+    const Json doc = row_scenario(row).value();
+    EXPECT_EQ(doc["parallel"]["tp"], 1);
+    EXPECT_EQ(doc["parallel"]["dp"], 4);
+    EXPECT_EQ(doc["parallel"]["ep"], 4);
+    row["notes"] = "tp 4";
+    EXPECT_EQ(row_scenario(row).value()["parallel"]["tp"], 4);
+    EXPECT_FALSE(row_scenario(row).value()["parallel"].contains("dp"));
+}
+
+// MLA rows run only when the data-set context gives the model's attention.
+TEST(ServingValidationRows, MlaNeedsItsDimensionsFromTheContext) {
+    const std::string csv =
+        "id,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,system,tp,pp,batch,input_len,output_len,precision,"
+        "measured_output_tokens_per_s,throughput_scope,unpublished_fields,notes\n"
+        "mla,Toy-MLA,4,256,4,4,512,swiglu,100,dgx-h100,1,1,8,100,50,fp8,1000,per_gpu,,\"MLA attention (kv_lora_rank 64)\"\n";
+    const ValidationReport bare = run_validation("t", csv, std::nullopt).value();
+    ASSERT_EQ(bare.skipped.size(), 1u);
+    EXPECT_NE(bare.skipped[0].find("multi-head latent attention"), std::string::npos);
+    const std::string ctx = R"({"reason": "r", "models": {"Toy-MLA": {"reason": "dims", "overrides": [
+        "model.attention_kind=mla", "model.mla.q_lora_rank=128", "model.mla.kv_lora_rank=64",
+        "model.mla.qk_nope_head_dim=64", "model.mla.qk_rope_head_dim=32", "model.mla.v_head_dim=64"]}}})";
+    const ValidationReport given = run_validation("t", csv, ctx).value();
+    EXPECT_TRUE(given.skipped.empty()) << (given.skipped.empty() ? "" : given.skipped[0]);
+    ASSERT_EQ(given.cases.size(), 1u);
+    EXPECT_GT(given.cases[0].predicted, 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "io/validation.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -88,6 +89,11 @@ std::optional<std::pair<std::string, std::string>> moe_from_notes(const std::str
     return std::nullopt;
 }
 
+// A DEP row (TensorRT-LLM's attention data parallelism with expert parallelism), per its notes.
+bool attention_data_parallel(const CsvRow& row) {
+    return field(row, "notes").find("attention data-parallel") != std::string::npos;
+}
+
 bool lists(const std::string& semicolon_list, const std::string& item) {
     return (";" + semicolon_list + ";").find(";" + item + ";") != std::string::npos;
 }
@@ -131,11 +137,14 @@ bool is_needed(const CsvRow& row, const std::string& column) {
 }
 
 // What a row's notes say the model does not represent (never guessed around: the row is skipped).
-std::optional<std::string> unmodelled(const CsvRow& row) {
+// MLA's dimensions are not columns of the set: its rows run only where the data-set context gives
+// the model's attention (`model.attention_kind` and `model.mla`, with their source).
+std::optional<std::string> unmodelled(const CsvRow& row, const std::vector<std::string>& model_overrides) {
     const std::string& notes = field(row, "notes");
-    if (notes.find("attention data-parallel") != std::string::npos)
-        return "attention data parallelism (DEP, per the notes) is not modelled";
-    if (notes.find("MLA attention") != std::string::npos) return "multi-head latent attention (MLA, per the notes) is not modelled";
+    const bool attention_given = std::any_of(model_overrides.begin(), model_overrides.end(),
+                                             [](const std::string& o) { return o.rfind("model.attention_kind=", 0) == 0; });
+    if (notes.find("MLA attention") != std::string::npos && !attention_given)
+        return "multi-head latent attention (MLA, per the notes) without its dimensions (the data-set context gives none)";
     if (notes.find("sliding-window") != std::string::npos) return "sliding-window attention (per the notes) is not modelled";
     if (notes.find("EP degree not stated") != std::string::npos && field(row, "tp") != "1")
         return "the expert-parallel degree is unpublished (per the notes)";
@@ -193,6 +202,14 @@ Expected<Json> row_scenario(const CsvRow& row) {
     Json par = Json::object();
     for (const char* k : {"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "zero", "recompute"}) copy(par, k, row, k);
     copy(par, "microbatch", row, "mbs");
+    // TensorRT-LLM's DEP-N (attention data-parallel + expert parallel N; the set's tp column holds
+    // the GPU count N, per its notes): N attention replicas of tp 1 whose experts (if any) are
+    // split N ways.
+    if (attention_data_parallel(row) && par.contains("tp")) {
+        par["dp"] = par["tp"];
+        if (model.contains("moe")) par["ep"] = par["tp"];
+        par["tp"] = 1;
+    }
     doc["parallel"] = par;
     if (is_training_row(row)) {
         Json tr = Json::object();
@@ -288,7 +305,10 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             rep.skipped.push_back(shown_id + ": " + missing);
             return;
         }
-        if (const auto why = training ? std::nullopt : unmodelled(row)) {
+        const auto model_ctx = ctx.models.find(field(row, "model"));
+        const std::vector<std::string> no_overrides;
+        const std::vector<std::string>& model_overrides = model_ctx != ctx.models.end() ? model_ctx->second.overrides : no_overrides;
+        if (const auto why = training ? std::nullopt : unmodelled(row, model_overrides)) {
             rep.skipped.push_back(shown_id + ": " + *why);
             return;
         }
