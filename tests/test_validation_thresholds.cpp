@@ -17,6 +17,9 @@
 //   all                                    310     18.01%       299.44%          19.1% / 301.5%
 //   Dense models alone: static throughput 80 rows 22.2%, max throughput 12 rows 14.8%, first
 //   token 40 rows 10.3%; the MoE rows (Mixtral, Qwen3-30B-A3B) are 72-145% off (docs/CALIBRATION.md).
+//   2026-11-25 (session 7): decode attention by its kernel's units took the static rows to 23.2%
+//   (worst 160.2%); the DEP and MLA rows now run (24 more max-throughput rows, DeepSeek-R1 and
+//   Qwen3-235B-A22B): 45 rows, 67.2% mean, 266.2% worst; all 459 rows 17.2%.
 // Thresholds: mean + 1 point, worst + 2 points. A change that improves a set may tighten its
 // line; one that worsens it must say why in docs/CALIBRATION.md and move the line knowingly.
 #include <gtest/gtest.h>
@@ -45,8 +48,8 @@ constexpr Gate kGates[] = {
     {"nemo2407", 7, 0.070, 0.144},  {"vtrain", 109, 0.103, 0.446},
     // Measured 8.7% mean; 69.5% worst (DeepSeek-V3 on GB200, explained); 19.4% the worst otherwise.
     {"dgxc", kNvidia2025Rows, 0.090, 0.700, 0.215},
-    {"trtllm output_tokens_per_s_per_gpu", 88, 0.277, 1.623},
-    {"trtllm output_tokens_per_s_per_gpu_max", 21, 0.715, 3.015},
+    {"trtllm output_tokens_per_s_per_gpu", 88, 0.242, 1.623},
+    {"trtllm output_tokens_per_s_per_gpu_max", 45, 0.682, 2.682},
     {"trtllm ttft_s", 44, 0.133, 0.610},
 };
 
@@ -69,7 +72,7 @@ std::map<std::string, std::vector<ValidationCase>> by_set() {
 // Every row of the older sets runs; training_nvidia_2025 skips rows whose inputs were not
 // published (recompute, ...) or whose model the tool cannot express yet, each with its reason;
 // the TensorRT-LLM set skips the rows whose notes name what the model does not represent
-// (attention data parallelism, MLA, sliding-window attention).
+// (sliding-window attention; MLA without its dimensions in the data-set context).
 TEST(ValidationThresholds, OnlyUnpublishedOrUnmodelledRowsAreSkipped) {
     size_t trtllm = 0;
     for (const std::string& s : report().skipped) {
@@ -80,8 +83,8 @@ TEST(ValidationThresholds, OnlyUnpublishedOrUnmodelledRowsAreSkipped) {
         }
         EXPECT_TRUE(s.rfind("dgxc-", 0) == 0 || s.rfind("nemo2504-", 0) == 0 || s.rfind("nemo2507-", 0) == 0 || s.rfind("nemo-longseq-", 0) == 0) << s;
     }
-    EXPECT_EQ(trtllm, 53u);
-    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows + 153u);
+    EXPECT_EQ(trtllm, 29u);
+    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows + 177u);
     EXPECT_EQ(report().rows, 157u + 228u + 206u);
 }
 
