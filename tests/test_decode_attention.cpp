@@ -111,6 +111,23 @@ TEST(DecodeAttention, MlaDecodeRope) {
     EXPECT_DOUBLE_EQ(rope->bytes, 2.0 * 64 * 17 * 64 * 2);
 }
 
+// MLA without a query latent (DeepSeek-V2-Lite's q_lora_rank 0): the query projection runs on
+// the hidden state, whose copy the KV down projection already keeps: it keeps nothing more.
+TEST(DecodeAttention, MlaWithoutQueryLatentKeepsNoSecondInput) {
+    ModelSpec m = testing::model_preset("deepseek-v3");
+    m.mla.q_lora_rank = 0;
+    LayerShape s = decode_step();
+    s.decode = false;
+    s.q_len = 16;
+    s.kv_len = 16;
+    const LayerOps ops = layer_ops(m, s, LayerKind::dense);
+    const Op* q = nullptr;
+    for (const Op& op : ops.ops)
+        if (op.name == "q_proj") q = &op;
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->saved_bytes, 0.0);
+}
+
 TEST(DecodeAttention, ScenarioField) {
     const std::string doc = R"({"model": {"preset": "llama2-70b"}, "system": {"preset": "dgx-h100"},
         "parallel": {"tp": 8}, "inference": {"batch": 64, "input_len": 2048, "output_len": 128}})";

@@ -80,6 +80,27 @@ TEST(ServeSearch, TargetsAreInclusive) {
     EXPECT_FALSE(meets(pt, {0, pt.tpot_s * (1 - 1e-9)}));
 }
 
+// Targets nothing meets: no best, and the front holds only real steady states (no concurrency 0
+// slipped in for the target that no concurrency meets).
+TEST(ServeSearch, ImpossibleTargetsLeaveOnlyRealPoints) {
+    const ModelSpec m = testing::tiny_llama(4);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 4e6;
+    InferenceSpec s = testing::fp16_workload(1, 300, 40);
+    s.framework_overhead_bytes = 0;
+    const ServeSearchResult r = serve_search({m, sys, s}, 4, {1e-12, 1e-12}, 5);
+    EXPECT_TRUE(r.best.empty());
+    ASSERT_FALSE(r.pareto.empty());
+    for (const ServeHit& h : r.pareto) {
+        EXPECT_GE(h.point.concurrency, 1);
+        EXPECT_GT(h.point.output_tokens_per_s_per_gpu, 0);
+    }
+    // No more steady states than without targets (where the largest meeting them is the limit,
+    // already tried): a target no concurrency meets adds none.
+    const ServeSearchResult free = serve_search({m, sys, s}, 4, {}, 5);
+    EXPECT_LE(r.points, free.points);
+}
+
 TEST(ServeSearch, ParetoFrontIsNotDominated) {
     const ModelSpec m = testing::tiny_llama(4);
     SystemSpec sys = testing::round_inference_system();

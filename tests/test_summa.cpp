@@ -257,6 +257,12 @@ TEST(Summa, WhichGridsFit) {
     EXPECT_TRUE(summa_fits(m, 32, 2, 1));    // 16 columns cut 16 heads
     EXPECT_FALSE(summa_fits(m, 4, 1, 1));    // one row is 1D tensor parallelism
     EXPECT_FALSE(summa_fits(m, 4, 3, 1));    // rows must divide tp
+    ModelSpec wide = m;
+    wide.hidden = 1536;  // divisible by 6: only the rows rule refuses 4 rows of tp 6
+    wide.heads = wide.kv_heads = 24;
+    wide.ffn_hidden = 4608;  // 3 columns cut 24 heads and 4,608
+    EXPECT_FALSE(summa_fits(wide, 6, 4, 1));
+    EXPECT_TRUE(summa_fits(wide, 6, 2, 1));
     EXPECT_FALSE(summa_fits(m, 64, 2, 1));   // 32 columns do not cut 16 heads
     EXPECT_FALSE(summa_fits(m, 2048, 1024, 1));  // tp 2048 does not divide h 1024
     EXPECT_FALSE(summa_fits(m, 8, 8, 128));  // 512 / 128 = 4 tokens over 8 rows
