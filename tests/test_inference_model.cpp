@@ -3,6 +3,7 @@
 // and the largest batch, prefill FLOP. Every expected number is written out with its arithmetic.
 #include <gtest/gtest.h>
 
+#include "comm/collectives.hpp"
 #include "inference/inference.hpp"
 #include "inference/roofline.hpp"
 #include "test_helpers.hpp"
@@ -332,4 +333,24 @@ TEST(InferenceByHand, ResultFiguresFromThePasses) {
 }
 
 }  // namespace
+// Pipeline stages hand one activation across each of the pp - 1 stage boundaries per pass; with
+// every GPU in its own scale-up domain the hops cross the scale-out network. 2 sequences x 100
+// prompt tokens x h 64 x 2 bytes = 25,600 bytes per hop, 1 hop at pp 2, 3 at pp 4.
+TEST(InferenceModel, PipelineHopsCrossTheNetworkPpMinusOneTimes) {
+    const ModelSpec m = tiny_llama(4);
+    SystemSpec sys = round_inference_system();
+    sys.scale_up_domain = 1;
+    sys.node_gpus = 1;
+    const InferenceSpec s = testing::fp16_workload(2, 100, 10);
+    const GroupSpan apart{2, 1, 2};
+    const double hop = collective_cost(Collective::p2p, 2.0 * 100 * 64 * 2, apart, sys).scale_out_bytes;
+    ASSERT_GT(hop, 0);
+    for (const int64_t pp : {2, 4}) {
+        ParallelConfig p;
+        p.pp = pp;
+        const InferResult r = evaluate_inference({m, sys, s}, p);
+        EXPECT_DOUBLE_EQ(r.prefill.scale_out_bytes, static_cast<double>(pp - 1) * hop) << "pp " << pp;
+    }
+}
+
 }  // namespace sm
