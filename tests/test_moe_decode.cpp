@@ -37,12 +37,14 @@ TEST(MoeDecode, ReadsTheExpertsItsTokensTouch) {
     EXPECT_DOUBLE_EQ(up1.gemm.n, 256.0);
     EXPECT_DOUBLE_EQ(up1.gemm.k, 64.0);
     // Four tokens: 8 (1 - (3/4)^4) = 5.46875 experts expected, 8 routed rows over them.
-    const Op& up4 = op_named(layer_ops(m, decode(4, 1), LayerKind::moe), "expert_up");
+    const LayerOps four = layer_ops(m, decode(4, 1), LayerKind::moe);  // held: op_named returns a reference into it
+    const Op& up4 = op_named(four, "expert_up");
     EXPECT_DOUBLE_EQ(up4.gemm.batch, 5.46875);
     EXPECT_DOUBLE_EQ(up4.gemm.m * up4.gemm.batch, 8.0);  // FLOP follow the routed rows, not the experts
     // Expert parallelism 2 (4 local experts), 3 tokens per rank: the group's 6 tokens leave a
     // local expert idle with probability (3/4)^6; 4 (1 - 0.177978515625) = 3.2880859375.
-    const Op& down = op_named(layer_ops(m, decode(3, 2), LayerKind::moe), "expert_down");
+    const LayerOps grouped = layer_ops(m, decode(3, 2), LayerKind::moe);
+    const Op& down = op_named(grouped, "expert_down");
     EXPECT_DOUBLE_EQ(down.gemm.batch, 3.2880859375);
     EXPECT_DOUBLE_EQ(down.gemm.m * down.gemm.batch, 6.0);
 }
