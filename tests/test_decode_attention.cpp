@@ -104,11 +104,7 @@ TEST(DecodeAttention, MlaDecodeRope) {
     LayerShape s = decode_step();
     s.tp = 8;
     const LayerOps ops = layer_ops(m, s, LayerKind::dense);
-    const Op* rope = nullptr;
-    for (const Op& op : ops.ops)
-        if (op.name == "rope") rope = &op;
-    ASSERT_NE(rope, nullptr);
-    EXPECT_DOUBLE_EQ(rope->bytes, 2.0 * 64 * 17 * 64 * 2);
+    EXPECT_DOUBLE_EQ(testing::op_named(ops, "rope").bytes, 2.0 * 64 * 17 * 64 * 2);
 }
 
 // MLA without a query latent (DeepSeek-V2-Lite's q_lora_rank 0): the query projection runs on
@@ -121,11 +117,7 @@ TEST(DecodeAttention, MlaWithoutQueryLatentKeepsNoSecondInput) {
     s.q_len = 16;
     s.kv_len = 16;
     const LayerOps ops = layer_ops(m, s, LayerKind::dense);
-    const Op* q = nullptr;
-    for (const Op& op : ops.ops)
-        if (op.name == "q_proj") q = &op;
-    ASSERT_NE(q, nullptr);
-    EXPECT_EQ(q->saved_bytes, 0.0);
+    EXPECT_EQ(testing::op_named(ops, "q_proj").saved_bytes, 0.0);
 }
 
 TEST(DecodeAttention, ScenarioField) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/scenario.hpp"
+#include "model/ops.hpp"
 #include "training/step.hpp"
 
 namespace sm::testing {
@@ -181,6 +182,32 @@ inline SystemSpec round_inference_system() {
              .memory_max = 1, .memory_half_bytes = 0, .kernel_latency_s = 0, .scale_up = 1, .scale_out = 1,
              .overlap_interference = 0, .host_layer_overhead_s = 0, .host_collective_overhead_s = 0};
     return s;
+}
+
+// An op list's entries by name, for hand checks of ops.cpp. Each returns a reference into `ops`:
+// hold the LayerOps in a variable first (a temporary's ops die at the end of the statement).
+// A missing name fails the test and returns an empty entry.
+inline const Op& op_named(const LayerOps& ops, std::string_view name) {
+    for (const Op& op : ops.ops)
+        if (op.name == name) return op;
+    ADD_FAILURE() << "no op " << name;
+    static const Op none;
+    return none;
+}
+
+// The nth collective of that name (a layer issues one per GEMM).
+inline const CommOp& comm_named(const LayerOps& ops, std::string_view name, int nth = 0) {
+    for (const CommOp& c : ops.comms)
+        if (c.name == name && nth-- == 0) return c;
+    ADD_FAILURE() << "no collective " << name;
+    static const CommOp none;
+    return none;
+}
+
+inline int count_named(const LayerOps& ops, std::string_view name) {
+    int n = 0;
+    for (const CommOp& c : ops.comms) n += c.name == name;
+    return n;
 }
 
 }  // namespace sm::testing

@@ -8,13 +8,7 @@
 namespace sm {
 namespace {
 
-const Op& op_named(const LayerOps& ops, std::string_view name) {
-    for (const Op& op : ops.ops)
-        if (op.name == name) return op;
-    ADD_FAILURE() << "no op " << name;
-    static const Op none;
-    return none;
-}
+using testing::op_named;
 
 LayerShape decode(double batch, int64_t ep) {
     LayerShape s;

@@ -14,7 +14,10 @@
 namespace sm {
 namespace {
 
+using testing::comm_named;
+using testing::count_named;
 using testing::load;
+using testing::op_named;
 using testing::round_system;
 
 // h = 1024, 16 heads of 64 (MHA), FFN 4096 GELU, layernorm, learned positions, vocab 1000,
@@ -36,29 +39,6 @@ ParallelConfig grid(int64_t tp, int64_t rows) {
     p.tp_rows = rows;
     p.sequence_parallel = true;
     return p;
-}
-
-const Op& op_named(const LayerOps& ops, std::string_view name) {
-    for (const Op& op : ops.ops)
-        if (op.name == name) return op;
-    ADD_FAILURE() << "no op " << name;
-    static const Op none;
-    return none;
-}
-
-// The n-th collective of that name (a layer issues one per GEMM).
-const CommOp& comm_named(const LayerOps& ops, std::string_view name, int nth = 0) {
-    for (const CommOp& c : ops.comms)
-        if (c.name == name && nth-- == 0) return c;
-    ADD_FAILURE() << "no collective " << name;
-    static const CommOp none;
-    return none;
-}
-
-int count_named(const LayerOps& ops, std::string_view name) {
-    int n = 0;
-    for (const CommOp& c : ops.comms) n += c.name == name;
-    return n;
 }
 
 // A 2 x 2 grid (tp 4): each GPU holds 512 / 2 = 256 tokens of its grid row, heads and widths
