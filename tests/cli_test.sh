@@ -297,6 +297,13 @@ figure step_time_s 16.728
 WANT='"kv_transfer_s"' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --ttft-ms 2000 --tpot-ms 50 --disaggregated --format json
 WANT='best disaggregated / best aggregated' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --tpot-ms 50 --disaggregated
 WANT='prefill_instances,prefill_tp' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --disaggregated --format csv
+# Energy per token on every configuration, and the per-joule objective (issue 12).
+WANT='"energy_per_token_j"' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 8 --tpot-ms 50 --disaggregated --format json
+WANT='Best under the targets (output tokens per joule)' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 8 --objective tokens_per_j
+bad "--objective" serve-search "$ex/infer-llama2-70b-h100.json" --gpus 8 --objective watts
+# A system written without energy figures cannot rank by joules.
+printf '%s' '{"model": {"preset": "llama2-70b"}, "system": {"name": "bare", "accelerator": {"matrix_flop_per_s": {"bf16": 1e15}, "vector_flop_per_s": 6e13, "memory_bytes": 8e10, "memory_bw_bytes_per_s": 3e12}, "scale_up": {"bw_bytes_per_s": 4.5e11}, "scale_out": {"bw_bytes_per_s": 5e10}}, "parallel": {"tp": 8}, "inference": {"batch": 8, "input_len": 2048, "output_len": 256, "precision": "bf16"}}' >"$TMP/bare.json"
+bad "--objective" serve-search "$TMP/bare.json" --gpus 8 --objective tokens_per_j
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

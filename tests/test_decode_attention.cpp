@@ -45,30 +45,49 @@ ModelSpec gqa_model() {
 // FLOP: 2 x 64 x 32 x 4,096 x (128 + 128) = 4,294,967,296 (QK^T and PV over the whole cache).
 // Bytes: K and V of 4 heads, 64 x 4,096 x 4 x 256 x 2 = 536,870,912, plus Q and O of 32 heads,
 // 64 x 32 x 256 x 2 = 1,048,576. On the tensor cores (100 TFLOP/s fp16) the math takes 42.9 us
-// and the 537.9 MB at 1 TB/s 537.9 us: memory-bound. On the CUDA cores (10 TFLOP/s) the math
-// takes 429.5 us, still under the memory time at 8 query heads per K/V head.
+// and the 537.9 MB at 1 TB/s 537.9 us: memory-bound. The CUDA-core kernel (one thread block per
+// sequence and query head) reads each K/V head once per query head sharing it, 8 times:
+// 4,294,967,296 + 1,048,576 bytes, 4.296 ms, over its 429.5 us of math at 10 TFLOP/s.
 TEST(DecodeAttention, UnitsOfTheKernel) {
     const ModelSpec m = gqa_model();
     const LayerOps ops = layer_ops(m, decode_step(), LayerKind::dense);
     const Op& attn = attention_op(ops);
     EXPECT_TRUE(attn.decode_core);
+    EXPECT_DOUBLE_EQ(attn.decode_group, 8.0);
     EXPECT_DOUBLE_EQ(attn.attn_flop, 2.0 * 64 * 32 * 4096 * 256);
     SystemSpec sys = round_inference_system();
     CostContext ctx;
-    const double bytes = 64.0 * 4096 * 4 * 256 * 2 + 64.0 * 32 * 256 * 2;
+    const double kv = 64.0 * 4096 * 4 * 256 * 2;
+    const double qo = 64.0 * 32 * 256 * 2;
     const OpCost tc = cost_op(attn, sys, ctx);
-    EXPECT_NEAR(tc.fwd_s, bytes / 1e12, 1e-12);
+    EXPECT_NEAR(tc.fwd_s, (kv + qo) / 1e12, 1e-12);
     EXPECT_NEAR(tc.fwd_compute_s, attn.attn_flop / 100e12, 1e-15);
     sys.eff.decode_attention = DecodeAttentionUnits::cuda_core;
     const OpCost cc = cost_op(attn, sys, ctx);
     EXPECT_NEAR(cc.fwd_compute_s, attn.attn_flop / 10e12, 1e-15);
-    EXPECT_NEAR(cc.fwd_s, bytes / 1e12, 1e-12);
-    // 4 times slower CUDA cores (2.5 TFLOP/s): 1.718 ms of math outlasts the memory.
-    sys.accel.vector_flop_per_s = 2.5e12;
-    EXPECT_NEAR(cost_op(attn, sys, ctx).fwd_s, attn.attn_flop / 2.5e12, 1e-12);
+    EXPECT_NEAR(cc.fwd_bytes, 8.0 * kv + qo, 1.0);
+    EXPECT_NEAR(cc.fwd_s, (8.0 * kv + qo) / 1e12, 1e-12);
+    // 40 times slower CUDA cores (0.25 TFLOP/s): 17.18 ms of math outlasts the memory.
+    sys.accel.vector_flop_per_s = 0.25e12;
+    EXPECT_NEAR(cost_op(attn, sys, ctx).fwd_s, attn.attn_flop / 0.25e12, 1e-12);
     // attention_max scales the vector rate as it scales the tensor-core rate.
     sys.eff.attention_max = 0.5;
-    EXPECT_NEAR(cost_op(attn, sys, ctx).fwd_s, attn.attn_flop / 1.25e12, 1e-12);
+    EXPECT_NEAR(cost_op(attn, sys, ctx).fwd_s, attn.attn_flop / 0.125e12, 1e-12);
+}
+
+// Multi-head attention (a K/V head per query head) reads its cache once on either kernel.
+TEST(DecodeAttention, MultiHeadReadsOnce) {
+    ModelSpec m = gqa_model();
+    m.kv_heads = 32;
+    LayerShape s = decode_step();
+    s.tp = 4;  // 8 query heads and their 8 K/V heads per GPU
+    const LayerOps ops = layer_ops(m, s, LayerKind::dense);
+    const Op& attn = attention_op(ops);
+    EXPECT_DOUBLE_EQ(attn.decode_group, 1.0);
+    SystemSpec sys = round_inference_system();
+    sys.eff.decode_attention = DecodeAttentionUnits::cuda_core;
+    CostContext ctx;
+    EXPECT_NEAR(cost_op(attn, sys, ctx).fwd_bytes, 64.0 * 4096 * 8 * 256 * 2 + 64.0 * 8 * 256 * 2, 1.0);
 }
 
 // Prefill (many query tokens) runs FlashAttention on the tensor cores whatever the decode kernel.

@@ -184,6 +184,20 @@ inline SystemSpec round_inference_system() {
     return s;
 }
 
+// Round energy figures for the round machine: 100 W idle, 200 W active, the tensor array at
+// 1 pJ/FLOP, HBM 4 pJ/bit, links 10 and 20 pJ/bit, TDP 1 kW.
+inline EnergySpec round_energy() {
+    EnergySpec e;
+    e.tdp_w = 1000;
+    e.idle_w = 100;
+    e.active_w = 200;
+    e.tensor_j_per_flop = 1e-12;
+    e.hbm_j_per_bit = 4e-12;
+    e.scale_up_j_per_bit = 10e-12;
+    e.scale_out_j_per_bit = 20e-12;
+    return e;
+}
+
 // An op list's entries by name, for hand checks of ops.cpp. Each returns a reference into `ops`:
 // hold the LayerOps in a variable first (a temporary's ops die at the end of the statement).
 // A missing name fails the test and returns an empty entry.

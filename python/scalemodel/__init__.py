@@ -293,14 +293,18 @@ def sensitivity(scenario: Scenario, overrides: Overrides = None, *, mode: str = 
 
 
 def serve_search(scenario: Scenario, overrides: Overrides = None, *, ttft_ms: float = 0, tpot_ms: float = 0,
-                 gpus: Optional[int] = None, top: int = 10, disaggregated: bool = False, tables: bool = True) -> dict:
+                 gpus: Optional[int] = None, top: int = 10, disaggregated: bool = False,
+                 objective: str = "tokens_per_gpu", tables: bool = True) -> dict:
     """The best serving configurations under latency targets (``scalemodel serve-search``).
 
     ttft_ms / tpot_ms: time-to-first-token and time-per-output-token targets (0: none).
-    disaggregated: also separate prefill and decode pools (xPyD). Returns "best", "pareto" and,
-    with disaggregated, "disaggregated".
+    disaggregated: also separate prefill and decode pools (xPyD). objective: "tokens_per_gpu"
+    (output tokens/s per GPU) or "tokens_per_j" (output tokens per joule). Returns "best",
+    "pareto" and, with disaggregated, "disaggregated"; each configuration carries
+    energy_per_token_j when the system has energy figures.
     """
-    extra = ["--no-progress", "--ttft-ms", repr(float(ttft_ms)), "--tpot-ms", repr(float(tpot_ms)), "--top", str(top)]
+    extra = ["--no-progress", "--ttft-ms", repr(float(ttft_ms)), "--tpot-ms", repr(float(tpot_ms)), "--top", str(top),
+             "--objective", objective]
     if gpus is not None:
         extra += ["--gpus", str(gpus)]
     if disaggregated:

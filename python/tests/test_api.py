@@ -147,6 +147,10 @@ def test_serve_search_validate_resolve_presets(examples):
     path = str(examples / "infer-llama2-70b-h100.json")
     s = sm.serve_search(path, gpus=8, tpot_ms=50)
     assert (s["best"]["tpot_s"] <= 0.050).all()
+    j = sm.serve_search(path, gpus=8, tpot_ms=50, objective="tokens_per_j")
+    assert j["objective"] == "tokens_per_j"
+    assert j["best"]["energy_per_token_j"].is_monotonic_increasing  # the per-joule order
+    assert j["best"]["energy_per_token_j"].iloc[0] <= s["best"]["energy_per_token_j"].min()
     v = sm.validate()
     cases = v["cases"]
     assert len(cases) == v["summary"]["count"] > 100

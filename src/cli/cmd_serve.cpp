@@ -15,9 +15,22 @@ namespace sm::cli {
 
 namespace {
 
-Json hit_json(const ServeHit& h) {
+const char* objective_name(ServeObjective o) { return o == ServeObjective::tokens_per_joule ? "tokens_per_j" : "tokens_per_gpu"; }
+
+// Energy and price keys of a configuration yielding `tokens` output tokens per request, present
+// only when the system has the figures (as `infer`'s).
+void add_efficiency_keys(Json& j, const SystemSpec& sys, double energy_per_request_j, double tokens, double per_gpu) {
+    if (sys.energy.known()) {
+        j["energy_per_request_j"] = energy_per_request_j;
+        j["energy_per_token_j"] = energy_per_request_j / tokens;
+        j["tokens_per_j"] = tokens / energy_per_request_j;
+    }
+    if (sys.price_per_gpu_hour > 0) j["cost_per_million_tokens_usd"] = cost_usd(sys, 1.0, 1.0) / per_gpu * 1e6;
+}
+
+Json hit_json(const SystemSpec& sys, const InferenceSpec& inf, const ServeHit& h) {
     const ServingPoint& p = h.point;
-    return Json{{"tp", h.layout.tp},
+    Json j{{"tp", h.layout.tp},
                 {"pp", h.layout.pp},
                 {"dp", h.layout.dp},
                 {"ep", h.layout.ep},
@@ -28,36 +41,46 @@ Json hit_json(const ServeHit& h) {
                 {"output_tokens_per_s_per_user", p.output_tokens_per_s_per_user},
                 {"output_tokens_per_s", p.output_tokens_per_s},
                 {"peak_bytes_per_gpu", p.memory.peak_bytes_per_gpu}};
+    add_efficiency_keys(j, sys, p.energy_per_request_j, static_cast<double>(inf.output_len), p.output_tokens_per_s_per_gpu);
+    return j;
 }
 
 Json result_json(const Scenario& s, int64_t gpus, const ServeTargets& t, const ServeSearchResult& r) {
     Json best = Json::array(), front = Json::array();
-    for (const ServeHit& h : r.best) best.push_back(hit_json(h));
-    for (const ServeHit& h : r.pareto) front.push_back(hit_json(h));
+    for (const ServeHit& h : r.best) best.push_back(hit_json(s.system, s.inference, h));
+    for (const ServeHit& h : r.pareto) front.push_back(hit_json(s.system, s.inference, h));
     return Json{{"model", s.model.name},   {"system", s.system.name},       {"gpus", gpus},
                 {"input_len", s.inference.input_len}, {"output_len", s.inference.output_len},
-                {"ttft_target_s", t.ttft_s}, {"tpot_target_s", t.tpot_s}, {"layouts", r.layouts},
+                {"ttft_target_s", t.ttft_s}, {"tpot_target_s", t.tpot_s}, {"objective", objective_name(t.objective)},
+                {"layouts", r.layouts},
                 {"points", r.points},      {"best", best},                  {"pareto", front}};
 }
 
-std::string hits_csv(const ServeSearchResult& r) {
+// Energy per output token as a CSV cell: empty when the system has no energy figures.
+std::string energy_cell(const SystemSpec& sys, double energy_per_request_j, int64_t tokens) {
+    return sys.energy.known() ? csv_number(energy_per_request_j / static_cast<double>(tokens)) : std::string();
+}
+
+std::string hits_csv(const Scenario& s, const ServeSearchResult& r) {
     std::string o = csv_line({"list", "tp", "pp", "dp", "ep", "concurrency", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu",
-                              "output_tokens_per_s_per_user"});
+                              "output_tokens_per_s_per_user", "energy_per_token_j"});
     auto rows = [&](const char* list, const std::vector<ServeHit>& hs) {
         for (const ServeHit& h : hs)
             o += csv_line({list, std::to_string(h.layout.tp), std::to_string(h.layout.pp), std::to_string(h.layout.dp),
                            std::to_string(h.layout.ep), std::to_string(h.point.concurrency), csv_number(h.point.ttft_s),
                            csv_number(h.point.tpot_s), csv_number(h.point.output_tokens_per_s_per_gpu),
-                           csv_number(h.point.output_tokens_per_s_per_user)});
+                           csv_number(h.point.output_tokens_per_s_per_user),
+                           energy_cell(s.system, h.point.energy_per_request_j, s.inference.output_len)});
     };
     rows("best", r.best);
     rows("pareto", r.pareto);
     return o;
 }
 
-Json disagg_json(const DisaggHit& h) {
-    return Json{{"prefill", hit_json(h.prefill)},
-                {"decode", hit_json(h.decode)},
+Json disagg_json(const Scenario& s, const DisaggHit& h) {
+    // A pool's own per-GPU rate and energy describe one instance of it alone.
+    Json j{{"prefill", hit_json(s.system, s.inference, h.prefill)},
+                {"decode", hit_json(s.system, s.inference, h.decode)},
                 {"prefill_instances", h.prefill_instances},
                 {"decode_instances", h.decode_instances},
                 {"gpus_used", h.gpus},
@@ -67,12 +90,15 @@ Json disagg_json(const DisaggHit& h) {
                 {"tpot_s", h.tpot_s},
                 {"output_tokens_per_s_per_gpu", h.output_tokens_per_s_per_gpu},
                 {"output_tokens_per_s_per_user", h.output_tokens_per_s_per_user}};
+    add_efficiency_keys(j, s.system, h.energy_per_request_j, static_cast<double>(s.inference.output_len), h.output_tokens_per_s_per_gpu);
+    return j;
 }
 
-std::string disagg_csv(const DisaggResult& d) {
+std::string disagg_csv(const Scenario& s, const DisaggResult& d) {
     std::string o = csv_line({"prefill_instances", "prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep", "prefill_concurrency",
                               "decode_instances", "decode_tp", "decode_pp", "decode_dp", "decode_ep", "decode_concurrency", "gpus_used",
-                              "kv_transfer_s", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user"});
+                              "kv_transfer_s", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
+                              "energy_per_token_j"});
     for (const DisaggHit& h : d.best) {
         const ParallelConfig &p = h.prefill.layout, &q = h.decode.layout;
         o += csv_line({std::to_string(h.prefill_instances), std::to_string(p.tp), std::to_string(p.pp), std::to_string(p.dp),
@@ -80,23 +106,29 @@ std::string disagg_csv(const DisaggResult& d) {
                        std::to_string(q.tp), std::to_string(q.pp), std::to_string(q.dp), std::to_string(q.ep),
                        std::to_string(h.decode.point.concurrency), std::to_string(h.gpus), csv_number(h.kv_transfer_s),
                        csv_number(h.ttft_s), csv_number(h.tpot_s), csv_number(h.output_tokens_per_s_per_gpu),
-                       csv_number(h.output_tokens_per_s_per_user)});
+                       csv_number(h.output_tokens_per_s_per_user), energy_cell(s.system, h.energy_per_request_j, s.inference.output_len)});
     }
     return o;
 }
 
-std::string disagg_text(const DisaggResult& d, const ServeSearchResult& agg) {
+// " J/token" cells: a column only when the system has energy figures.
+std::string energy_header(const SystemSpec& sys) { return sys.energy.known() ? fmt::format(" {:>10}", "J/token") : std::string(); }
+std::string energy_column(const SystemSpec& sys, double energy_per_request_j, int64_t tokens) {
+    return sys.energy.known() ? fmt::format(" {:>10.4g}", energy_per_request_j / static_cast<double>(tokens)) : std::string();
+}
+
+std::string disagg_text(const Scenario& s, const DisaggResult& d, const ServeSearchResult& agg) {
     std::string o = fmt::format("\nDisaggregated prefill/decode (xPyD) under the targets: {} prefill points, {} decode layouts\n",
                                 d.prefill_points, d.decode_points);
     if (d.best.empty()) return o + "  none: no pairing of pools meets the targets in memory\n";
-    o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "prefill xP", "C", "decode yD", "C",
-                     "GPUs", "KV move", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user");
+    o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "prefill xP", "C", "decode yD", "C",
+                     "GPUs", "KV move", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user", energy_header(s.system));
     auto inst = [](int64_t n, const ParallelConfig& p) { return fmt::format("{}x tp{}pp{}dp{}", n, p.tp, p.pp, p.dp); };
     for (const DisaggHit& h : d.best)
-        o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10.1f} {:>10.1f}\n", inst(h.prefill_instances, h.prefill.layout),
+        o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10.1f} {:>10.1f}{}\n", inst(h.prefill_instances, h.prefill.layout),
                          h.prefill.point.concurrency, inst(h.decode_instances, h.decode.layout), h.decode.point.concurrency, h.gpus,
                          seconds(h.kv_transfer_s), seconds(h.ttft_s), seconds(h.tpot_s), h.output_tokens_per_s_per_gpu,
-                         h.output_tokens_per_s_per_user);
+                         h.output_tokens_per_s_per_user, energy_column(s.system, h.energy_per_request_j, s.inference.output_len));
     if (!agg.best.empty())
         o += fmt::format("  best disaggregated / best aggregated: {:.2f}x tokens/s/GPU\n",
                          d.best.front().output_tokens_per_s_per_gpu / agg.best.front().point.output_tokens_per_s_per_gpu);
@@ -110,14 +142,16 @@ std::string hits_text(const Scenario& s, int64_t gpus, const ServeTargets& t, co
                                 s.inference.output_len, target(t.ttft_s), target(t.tpot_s));
     o += fmt::format("{} layouts, {} steady states evaluated\n", r.layouts, r.points);
     auto table = [&](const std::vector<ServeHit>& hs) {
-        o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12} {:>12}\n", "tp", "pp", "dp", "ep", "C/repl",
-                         "TTFT", "TPOT", "tok/s/GPU", "tok/s/user");
+        o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12} {:>12}{}\n", "tp", "pp", "dp", "ep", "C/repl",
+                         "TTFT", "TPOT", "tok/s/GPU", "tok/s/user", energy_header(s.system));
         for (const ServeHit& h : hs)
-            o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12.1f} {:>12.1f}\n", h.layout.tp, h.layout.pp,
+            o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12.1f} {:>12.1f}{}\n", h.layout.tp, h.layout.pp,
                              h.layout.dp, h.layout.ep, h.point.concurrency, seconds(h.point.ttft_s), seconds(h.point.tpot_s),
-                             h.point.output_tokens_per_s_per_gpu, h.point.output_tokens_per_s_per_user);
+                             h.point.output_tokens_per_s_per_gpu, h.point.output_tokens_per_s_per_user,
+                             energy_column(s.system, h.point.energy_per_request_j, s.inference.output_len));
     };
-    o += "\nBest under the targets (output tokens/s per GPU):\n";
+    o += t.objective == ServeObjective::tokens_per_joule ? "\nBest under the targets (output tokens per joule):\n"
+                                                        : "\nBest under the targets (output tokens/s per GPU):\n";
     if (r.best.empty())
         o += "  none: no layout and concurrency meets the targets in memory\n";
     else
@@ -139,6 +173,7 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         size_t top = 10;
         bool no_progress = false;
         bool disaggregated = false;
+        std::string objective = "tokens_per_gpu";
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand(
@@ -153,13 +188,22 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
     cmd->add_flag("--disaggregated", o->disaggregated,
                   "also search separate prefill and decode pools (xPyD) within --gpus, the KV cache moved between them");
+    cmd->add_option("--objective", o->objective,
+                    "what the best maximises: tokens_per_gpu (output tokens/s per GPU; at one price per GPU-hour also tokens per "
+                    "dollar) or tokens_per_j (output tokens per joule; needs the system's energy figures)")
+        ->check(CLI::IsMember({"tokens_per_gpu", "tokens_per_j"}));
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         auto s = load(io, o->scenario, o->sets, Purpose::infer);
         if (!s) return bad_input(io, s.error());
+        const ServeObjective objective = o->objective == "tokens_per_j" ? ServeObjective::tokens_per_joule : ServeObjective::tokens_per_gpu;
+        if (objective == ServeObjective::tokens_per_joule && !s->system.energy.known())
+            return bad_input(io, InputError{"--objective", "tokens_per_j",
+                                            fmt::format("needs the system's energy figures (system.energy.tdp_w > 0), which '{}' does not give",
+                                                        s->system.name)});
         note_assumptions(io, *s, Purpose::infer);
         const int64_t gpus = o->gpus > 0 ? o->gpus : s->parallel.tp * s->parallel.pp * s->parallel.dp;
-        const ServeTargets t{o->ttft_ms / 1e3, o->tpot_ms / 1e3};
+        const ServeTargets t{o->ttft_ms / 1e3, o->tpot_ms / 1e3, objective};
         const bool bar = !o->no_progress && io.err_is_terminal;
         auto progress = [&](int64_t done, int64_t total) {
             constexpr int kWidth = 24;
@@ -176,13 +220,13 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         if (o->disaggregated) {
             d = disaggregated_search({s->model, s->system, s->inference}, gpus, t, o->top);
             Json list = Json::array();
-            for (const DisaggHit& h : d->best) list.push_back(disagg_json(h));
+            for (const DisaggHit& h : d->best) list.push_back(disagg_json(*s, h));
             j["disaggregated"] = list;
         }
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(io, j);
-            case Format::csv: return emit_checked(io, j, d ? disagg_csv(*d) : hits_csv(r));
-            case Format::text: return emit_checked(io, j, hits_text(*s, gpus, t, r) + (d ? disagg_text(*d, r) : std::string()));
+            case Format::csv: return emit_checked(io, j, d ? disagg_csv(*s, *d) : hits_csv(*s, r));
+            case Format::text: return emit_checked(io, j, hits_text(*s, gpus, t, r) + (d ? disagg_text(*s, *d, r) : std::string()));
         }
         return kExitOk;
     };

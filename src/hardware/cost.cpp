@@ -215,7 +215,8 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             const bool vector = op.decode_core && sys.eff.decode_attention == DecodeAttentionUnits::cuda_core;
             const double peak = vector ? sys.accel.vector_flop_per_s * sys.eff.clock_fraction * sys.eff.attention_max
                                        : attention_peak(sys, ctx) * sys.eff.attention_max;
-            const double bytes = op.attn_io_elems * ctx.act_bytes + op.attn_kv_elems * ctx.kv_bytes;
+            const double kv_reads = vector ? op.decode_group : 1.0;
+            const double bytes = op.attn_io_elems * ctx.act_bytes + kv_reads * op.attn_kv_elems * ctx.kv_bytes;
             c.fwd_flop = op.attn_flop;
             c.fwd_model_flop = op.attn_model_flop;
             c.fwd_bytes = bytes;

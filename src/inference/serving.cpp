@@ -144,16 +144,23 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     // Little's law: C requests in flight, each living e2e seconds; each yields O tokens (a prefill
     // engine's the first, a decode engine's the other O - 1).
     r.requests_per_s = as_d(p.dp) * as_d(concurrency) / r.e2e_latency_s;
-    const int64_t yielded = role == ServeRole::both ? s.output_len : role == ServeRole::prefill ? 1 : s.output_len - 1;
-    r.output_tokens_per_s = r.requests_per_s * as_d(yielded);
+    r.output_tokens_per_s = r.requests_per_s * as_d(tokens_yielded(s, role));
     r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / as_d(r.gpus);
     r.output_tokens_per_s_per_user = role == ServeRole::prefill ? 0.0 : 1.0 / r.tpot_s;
     r.memory = serving_memory(c, p, concurrency, role);
     r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes;
     // In a step each stage runs each micro-batch once; the tp GPUs of a stage do alike.
-    if (c.system.energy.known())
+    if (c.system.energy.known()) {
         r.energy = energy_of(c.system, Work{}.add(r.step.work(), as_d(p.tp) * mb), r.step_s, as_d(p.tp * p.pp));
+        r.energy_per_request_j = r.energy.total_j() / replica_requests_per_step(r, p.dp);
+    }
     return r;
+}
+
+double replica_requests_per_step(const ServingPoint& r, int64_t dp) { return r.requests_per_s / as_d(dp) * r.step_s; }
+
+int64_t tokens_yielded(const InferenceSpec& s, ServeRole role) {
+    return role == ServeRole::both ? s.output_len : role == ServeRole::prefill ? 1 : s.output_len - 1;
 }
 
 int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit) {

@@ -36,9 +36,15 @@ struct ServingPoint {
     int64_t gpus = 0;
     PassCost step;                  // one micro-batch's step through the whole model
     Energy energy;                  // one step of one replica: every micro-batch through every stage
+    double energy_per_request_j = 0;// that step's energy over the requests it finishes (0: no energy figures)
     InferMemory memory;             // KV cache: every request at its average footprint
     bool fits_in_memory = false;
 };
+
+// Requests one of `dp` replicas finishes per step of its steady state (a prefill engine's: prompts).
+double replica_requests_per_step(const ServingPoint& r, int64_t dp);
+// Output tokens a request yields on an engine of this role (a prefill engine's: the first).
+int64_t tokens_yielded(const InferenceSpec& s, ServeRole role);
 
 // Tokens a decoding request gains per step: 1 without speculation, 1 + a + ... + a^k with k
 // drafted tokens each accepted with probability a.

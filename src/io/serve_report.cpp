@@ -13,7 +13,7 @@ namespace {
 // the replica finishes per step, and the tokens each yields.
 EnergyScope serve_energy_scope(const Scenario& s, const ServingPoint& r) {
     const ParallelConfig& p = s.parallel;
-    const double requests_per_step = r.requests_per_s / static_cast<double>(p.dp) * r.step_s;
+    const double requests_per_step = replica_requests_per_step(r, p.dp);
     const double k = requests_per_step > 0 ? 1.0 / requests_per_step : 0.0;
     return {r.energy.scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
 }

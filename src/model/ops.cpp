@@ -207,6 +207,7 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
         op.attention_core = true;
         // MLA's absorbed decode (one shared latent head) runs its own kernels (FlashMLA).
         op.decode_core = s.decode && a.kv_read_elems < 0;
+        op.decode_group = a.kv > 0 ? a.q / a.kv : 1.0;
         out.ops.push_back(op);
         return;
     }

@@ -39,6 +39,7 @@ struct Op {
     double core_saved_bytes = 0;
     bool attention_core = false;  // re-run in backward under selective recompute
     bool decode_core = false;     // decode attention over K/V heads (efficiency.decode_attention picks its units)
+    double decode_group = 1;      // query heads per K/V head of a decode core
     // Runs in the activation format (bf16) even when the other GEMMs run in fp8/fp4: Transformer
     // Engine quantises only the layers built from its modules, and Megatron's output layer is not one.
     bool keep_activation_precision = false;

@@ -65,7 +65,9 @@ bool meets(const ServingPoint& pt, const ServeTargets& t) {
     return pt.fits_in_memory && (t.ttft_s <= 0 || pt.ttft_s <= t.ttft_s) && (t.tpot_s <= 0 || pt.tpot_s <= t.tpot_s);
 }
 
-bool better(const ServeHit& a, const ServeHit& b) {
+bool better(const ServeHit& a, const ServeHit& b, ServeObjective objective) {
+    if (objective == ServeObjective::tokens_per_joule && a.point.energy_per_request_j != b.point.energy_per_request_j)
+        return a.point.energy_per_request_j < b.point.energy_per_request_j;
     if (a.point.output_tokens_per_s_per_gpu != b.point.output_tokens_per_s_per_gpu)
         return a.point.output_tokens_per_s_per_gpu > b.point.output_tokens_per_s_per_gpu;
     if (a.point.ttft_s != b.point.ttft_s) return a.point.ttft_s < b.point.ttft_s;
@@ -100,7 +102,7 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
         }
         if (progress) progress(++done, r.layouts);
     }
-    std::sort(r.best.begin(), r.best.end(), better);
+    std::sort(r.best.begin(), r.best.end(), [&](const ServeHit& a, const ServeHit& b) { return better(a, b, targets.objective); });
     if (r.best.size() > top_k) r.best.resize(top_k);
     r.pareto = pareto_front(std::move(all));
     return r;
@@ -113,6 +115,18 @@ double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const
     const double shard = std::max(kv_cache_bytes_per_gpu(c.model, prefill, one, prompt), kv_cache_bytes_per_gpu(c.model, decode, one, prompt));
     const LinkLevel& link = within_domain ? c.system.scale_up : c.system.scale_out;
     return link.latency_s + shard / link.effective_bw();
+}
+
+double kv_transfer_j(const InferContext& c, const ParallelConfig& decode, bool within_domain) {
+    if (!c.system.energy.known()) return 0;
+    InferenceSpec one = c.inference;
+    one.batch = 1;
+    const double bytes = kv_cache_bytes_per_gpu(c.model, decode, one, static_cast<double>(c.inference.input_len)) *
+                         static_cast<double>(decode.tp * decode.pp);
+    Work w;
+    w.hbm_bytes = 2.0 * bytes;
+    (within_domain ? w.scale_up_bytes : w.scale_out_bytes) = bytes;
+    return energy_of(c.system, w, 0.0, 0.0).total_j();
 }
 
 std::vector<int64_t> instance_sizes(int64_t gpus) {
@@ -164,16 +178,25 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
 struct Pairing {
     size_t prefill = 0, decode = 0;
     int64_t x = 0, y = 0, gpus = 0;
-    double transfer_s = 0, requests_per_s = 0, ttft_s = 0, per_gpu = 0;
+    double transfer_s = 0, requests_per_s = 0, ttft_s = 0, per_gpu = 0, energy_j = 0;
 };
 
-bool pairing_better(const Pairing& a, const Pairing& b) {
+bool pairing_better(const Pairing& a, const Pairing& b, ServeObjective objective) {
+    if (objective == ServeObjective::tokens_per_joule && a.energy_j != b.energy_j) return a.energy_j < b.energy_j;
     if (a.per_gpu != b.per_gpu) return a.per_gpu > b.per_gpu;
     if (a.ttft_s != b.ttft_s) return a.ttft_s < b.ttft_s;
     if (a.gpus != b.gpus) return a.gpus < b.gpus;
     if (a.prefill != b.prefill) return a.prefill < b.prefill;
     if (a.decode != b.decode) return a.decode < b.decode;
     return a.x < b.x;
+}
+
+// Energy per request of n instances at point `pt` serving `rate` requests/s (at most n x the
+// point's rate): the point's own energy per request, and the idle power of the share of the time
+// the instances wait.
+double pool_energy_j(const SystemSpec& sys, const ServingPoint& pt, int64_t n, double rate) {
+    const double busy = rate / (static_cast<double>(n) * pt.requests_per_s);
+    return pt.energy_per_request_j + energy_of(sys, Work{}, std::max(0.0, 1.0 - busy), static_cast<double>(n * pt.gpus)).total_j() / rate;
 }
 
 }  // namespace
@@ -200,6 +223,7 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
             const ServingPoint& pf = prefill[i].point;
             const ServingPoint& dc = decode[j].point;
             const double transfer = kv_transfer_s(c, prefill[i].layout, decode[j].layout, within);
+            const double transfer_j = kv_transfer_j(c, decode[j].layout, within);
             if (targets.ttft_s > 0 && pf.ttft_s + transfer > targets.ttft_s) continue;
             // The best instance counts of this pair: x prefill instances with enough decode
             // instances to keep up with them, or as many as the budget leaves.
@@ -215,12 +239,15 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
                     Pairing q{i, j, x, y, x * pf.gpus + y * dc.gpus, transfer,
                               std::min(rate_p, static_cast<double>(y) * dc.requests_per_s), pf.ttft_s + transfer, 0};
                     q.per_gpu = q.requests_per_s * out_len / static_cast<double>(q.gpus);
-                    if (!best || pairing_better(q, *best)) best = q;
+                    if (c.system.energy.known())
+                        q.energy_j = pool_energy_j(c.system, pf, x, q.requests_per_s) +
+                                     pool_energy_j(c.system, dc, y, q.requests_per_s) + transfer_j;
+                    if (!best || pairing_better(q, *best, targets.objective)) best = q;
                 }
             }
             if (best) all.push_back(*best);
         }
-    std::sort(all.begin(), all.end(), pairing_better);
+    std::sort(all.begin(), all.end(), [&](const Pairing& a, const Pairing& b) { return pairing_better(a, b, targets.objective); });
     // One row per pool pairing: the same instances at another prefill concurrency only differ in
     // TTFT, and the first (the lowest at the same rate) is kept.
     std::vector<const Pairing*> kept;
@@ -236,7 +263,7 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
         const Pairing& q = *k;
         const ServeHit& dc = decode[q.decode];
         r.best.push_back({prefill[q.prefill], dc, q.x, q.y, q.gpus, q.transfer_s, q.requests_per_s, q.ttft_s, dc.point.tpot_s,
-                          q.per_gpu, dc.point.output_tokens_per_s_per_user});
+                          q.per_gpu, dc.point.output_tokens_per_s_per_user, q.energy_j});
     }
     return r;
 }

@@ -12,9 +12,14 @@
 
 namespace sm {
 
+// What "best" maximises: output tokens/s per GPU (the same order as tokens per dollar at one price
+// per GPU-hour), or output tokens per joule (needs the system's energy figures).
+enum class ServeObjective { tokens_per_gpu, tokens_per_joule };
+
 struct ServeTargets {
     double ttft_s = 0;  // 0: no target
     double tpot_s = 0;
+    ServeObjective objective = ServeObjective::tokens_per_gpu;
 };
 
 struct ServeHit {
@@ -32,8 +37,9 @@ struct ServeSearchResult {
 // Every valid inference layout of `gpus` GPUs for the model (tp within a scale-up domain).
 std::vector<ParallelConfig> serving_layouts(const ModelSpec& m, const SystemSpec& sys, int64_t gpus);
 bool meets(const ServingPoint& pt, const ServeTargets& t);
-// Total order of hits: more tokens/s/GPU first, then lower TTFT, then fewer GPUs per replica.
-bool better(const ServeHit& a, const ServeHit& b);
+// Total order of hits: more tokens/s/GPU first (under tokens_per_joule: less energy per request
+// first, then more tokens/s/GPU), then lower TTFT, then fewer GPUs per replica.
+bool better(const ServeHit& a, const ServeHit& b, ServeObjective objective = ServeObjective::tokens_per_gpu);
 
 // `progress(done, total)` after each layout.
 ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k,
@@ -56,6 +62,9 @@ struct DisaggHit {
     double tpot_s = 0;             // the decode pool's
     double output_tokens_per_s_per_gpu = 0;
     double output_tokens_per_s_per_user = 0;
+    // Both pools' energy per request at their steady states, the idle power of the pool that waits
+    // on the other, and the KV cache's move (0: the system has no energy figures).
+    double energy_per_request_j = 0;
 };
 
 struct DisaggResult {
@@ -66,6 +75,9 @@ struct DisaggResult {
 
 // One prompt's KV cache moved from `prefill` to `decode` instances (the slower side's shard).
 double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain);
+// Energy of one prompt's KV cache moved to a `decode` replica: read from HBM at the sender,
+// written at the receiver, over the scale-up fabric (`within_domain`) or the scale-out network.
+double kv_transfer_j(const InferContext& c, const ParallelConfig& decode, bool within_domain);
 // Instance sizes up to gpus - 1 (the other pool needs one): powers of two and divisors of gpus.
 std::vector<int64_t> instance_sizes(int64_t gpus);
 DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k);
