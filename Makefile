@@ -27,6 +27,7 @@ bench: build
 # study's command and output (docs/STUDIES.md), docs/img/ the README's plot gallery, regenerated here.
 docs: build
 	@$(BUILD_DIR)/scalemodel validate --format markdown > docs/VALIDATION.md
+	@bash scripts/preset_schema.sh $(BUILD_DIR)/scalemodel
 	@bash scripts/studies.sh $(BUILD_DIR)/scalemodel
 	@bash scripts/gallery.sh $(BUILD_DIR)/scalemodel
 

@@ -5,9 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "io/field_table.hpp"
 #include "io/report.hpp"
 #include "io/scenario.hpp"
 #include "test_helpers.hpp"
@@ -180,6 +184,68 @@ TEST(Scenario, RangesAreChecked) {
     EXPECT_EQ(set_error("system.scale_out.bw_bytes_per_s=0").path, "system.scale_out.bw_bytes_per_s");
     EXPECT_EQ(set_error("system.efficiency.gemm_max=0").path, "system.efficiency.gemm_max");
     EXPECT_EQ(set_error("model.moe.experts=8", Purpose::train).path, "model.moe.top_k");  // required with experts
+}
+
+// A system written without a preset runs on the field table's defaults, which are Efficiency{}'s
+// figures (hand-copied here: a changed default must be changed knowingly, here and in
+// docs/PRESET_SCHEMA.md); the 8- and 4-bit GEMM ceilings follow the one above them.
+TEST(Scenario, EfficiencyDefaultsOfASystemWithoutPreset) {
+    const char* bare = R"({"model": {"preset": "llama3-70b"}, "system": {"accelerator": {"matrix_flop_per_s": {"bf16": 1e15},
+        "vector_flop_per_s": 6e13, "memory_bytes": 8e10, "memory_bw_bytes_per_s": 3e12},
+        "scale_up": {"bw_bytes_per_s": 4.5e11}, "scale_out": {"bw_bytes_per_s": 5e10}}})";
+    auto s = load(bare, {});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const Efficiency& e = s->system.eff;
+    EXPECT_EQ(e.gemm_max, 0.8);
+    EXPECT_EQ(e.gemm_half_dim, 96);
+    EXPECT_EQ(e.gemm_half_tokens, 8);
+    EXPECT_EQ(e.gemm_max_8bit, 0.8);
+    EXPECT_EQ(e.gemm_max_4bit, 0.8);
+    EXPECT_EQ(e.clock_fraction, 1.0);
+    EXPECT_EQ(e.attention_max, 0.6);
+    EXPECT_EQ(e.memory_max, 0.85);
+    EXPECT_EQ(e.memory_half_bytes, 262144);
+    EXPECT_EQ(e.kernel_latency_s, 4e-6);
+    EXPECT_EQ(e.scale_up, 0.8);
+    EXPECT_EQ(e.scale_out, 0.85);
+    EXPECT_EQ(e.overlap_interference, 0.0);
+    EXPECT_EQ(e.host_layer_overhead_s, 0.0);
+    EXPECT_EQ(e.host_collective_overhead_s, 0.0);
+    EXPECT_EQ(e.host_request_overhead_s, 0.0);
+    EXPECT_EQ(e.decode_attention, DecodeAttentionUnits::tensor_core);
+    auto chained = load(bare, {"system.efficiency.gemm_max=0.5"});
+    ASSERT_TRUE(chained.ok());
+    EXPECT_EQ(chained->system.eff.gemm_max_8bit, 0.5);
+    EXPECT_EQ(chained->system.eff.gemm_max_4bit, 0.5);
+    auto four = load(bare, {"system.efficiency.gemm_max_8bit=0.7"});
+    ASSERT_TRUE(four.ok());
+    EXPECT_EQ(four->system.eff.gemm_max, 0.8);
+    EXPECT_EQ(four->system.eff.gemm_max_4bit, 0.7);
+}
+
+// Every efficiency field is read into its own member, and refused outside its range naming it.
+TEST(Scenario, EveryEfficiencyFieldIsReadAndBounded) {
+    // Ranges by hand: fractions (0.001 or 0.1 to 1), sizes, latencies.
+    const std::map<std::string, std::pair<double, double>> ranges{
+        {"gemm_max", {1e-3, 1}},         {"gemm_half_dim", {0, 1e6}},          {"gemm_half_tokens", {0, 1e6}},
+        {"gemm_max_8bit", {1e-3, 1}},    {"gemm_max_4bit", {1e-3, 1}},         {"clock_fraction", {0.1, 1}},
+        {"attention_max", {1e-3, 1}},    {"memory_max", {1e-3, 1}},            {"memory_half_bytes", {0, 1e12}},
+        {"kernel_latency_s", {0, 1}},    {"scale_up", {1e-3, 1}},              {"scale_out", {1e-3, 1}},
+        {"overlap_interference", {0, 1}}, {"host_layer_overhead_s", {0, 1}}, {"host_collective_overhead_s", {0, 1}},
+        {"host_request_overhead_s", {0, 10}}};
+    ASSERT_EQ(efficiency_fields().size(), ranges.size());
+    for (const EfficiencyField& f : efficiency_fields()) {
+        const std::string path = std::string("system.efficiency.") + f.key;
+        const auto r = ranges.at(f.key);
+        EXPECT_EQ(f.lo, r.first) << f.key;
+        EXPECT_EQ(f.hi, r.second) << f.key;
+        const double mid = 0.5 * (r.first + r.second) * 0.999;
+        auto s = load(kBase, {fmt::format("{}={}", path, mid)});
+        ASSERT_TRUE(s.ok()) << s.error().message();
+        EXPECT_EQ(s->system.eff.*f.member, mid) << f.key;
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, r.second * 1.5 + 1)).path, path);
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, -1)).path, path);
+    }
 }
 
 TEST(Scenario, OverflowingNumbersInFilesAreRejected) {

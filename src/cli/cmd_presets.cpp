@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "io/field_table.hpp"
 #include "model/model_spec.hpp"
 
 namespace sm::cli {
@@ -12,13 +13,20 @@ Runner add_presets(CLI::App& app, const Io& io) {
     struct Opts {
         std::string kind;
         std::string format = "text";
+        bool schema = false;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("presets", "List the built-in models and systems");
     cmd->add_option("KIND", o->kind, "models or systems (default: both)")->check(CLI::IsMember({"models", "systems"}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json"}));
+    cmd->add_flag("--schema", o->schema,
+                  "print the system.efficiency fields (unit, range, default) as the markdown table docs/PRESET_SCHEMA.md holds");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
+        if (o->schema) {
+            io.out << efficiency_schema_markdown();
+            return kExitOk;
+        }
         Json out = Json::object();
         std::string text;
         if (o->kind.empty() || o->kind == "models") {

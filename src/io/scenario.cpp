@@ -7,6 +7,7 @@
 #include "hardware/cost.hpp"
 #include "hardware/energy.hpp"
 #include "io/embedded.hpp"
+#include "io/field_table.hpp"
 #include "io/provenance.hpp"
 #include "io/technology_reader.hpp"
 #include "io/read_file.hpp"
@@ -409,25 +410,16 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     {  // absent: the defaults, recorded so that `resolve` shows them
         std::optional<ObjectReader> e = r.child_or_empty("efficiency");
         Efficiency& f = s.eff;
-        f.gemm_max = e->number("gemm_max", f.gemm_max, 1e-3, 1.0);
-        f.gemm_half_dim = e->number("gemm_half_dim", f.gemm_half_dim, 0.0, 1e6);
-        f.gemm_half_tokens = e->number("gemm_half_tokens", f.gemm_half_tokens, 0.0, 1e6);
-        f.gemm_max_8bit = e->number("gemm_max_8bit", f.gemm_max, 1e-3, 1.0);
-        f.gemm_max_4bit = e->number("gemm_max_4bit", f.gemm_max_8bit, 1e-3, 1.0);
-        f.clock_fraction = e->number("clock_fraction", f.clock_fraction, 0.1, 1.0);
-        f.attention_max = e->number("attention_max", f.attention_max, 1e-3, 1.0);
-        f.memory_max = e->number("memory_max", f.memory_max, 1e-3, 1.0);
-        f.memory_half_bytes = e->number("memory_half_bytes", f.memory_half_bytes, 0.0, 1e12);
-        f.kernel_latency_s = e->number("kernel_latency_s", f.kernel_latency_s, 0.0, 1.0);
-        f.scale_up = e->number("scale_up", f.scale_up, 1e-3, 1.0);
-        f.scale_out = e->number("scale_out", f.scale_out, 1e-3, 1.0);
-        f.overlap_interference = e->number("overlap_interference", f.overlap_interference, 0.0, 1.0);
-        f.host_layer_overhead_s = e->number("host_layer_overhead_s", f.host_layer_overhead_s, 0.0, 1.0);
-        f.host_collective_overhead_s = e->number("host_collective_overhead_s", f.host_collective_overhead_s, 0.0, 1.0);
-        f.host_request_overhead_s = e->number("host_request_overhead_s", f.host_request_overhead_s, 0.0, 10.0);
-        f.decode_attention = e->choice("decode_attention", "tensor_core", {"tensor_core", "cuda_core"}) == "cuda_core"
-                                 ? DecodeAttentionUnits::cuda_core
-                                 : DecodeAttentionUnits::tensor_core;
+        for (const EfficiencyField& field : efficiency_fields()) {
+            double def = f.*field.member;
+            if (field.default_from)
+                for (const EfficiencyField& earlier : efficiency_fields())
+                    if (std::string_view(earlier.key) == field.default_from) def = f.*earlier.member;
+            f.*field.member = e->number(field.key, def, field.lo, field.hi);
+        }
+        const auto units = decode_attention_choices();
+        f.decode_attention = e->choice("decode_attention", units[0], {units[0], units[1]}) == units[1] ? DecodeAttentionUnits::cuda_core
+                                                                                                      : DecodeAttentionUnits::tensor_core;
         e->finish();
     }
     s.scale_up.efficiency = s.eff.scale_up;
