@@ -353,4 +353,22 @@ TEST(InferenceModel, PipelineHopsCrossTheNetworkPpMinusOneTimes) {
     }
 }
 
+// Tensor parallelism across scale-up domains: each layer's two all-reduces (after attention and
+// after the FFN, 2 x 100 tokens x h 64 x 2 bytes each) cross the scale-out network, 4 layers of
+// them at least (the embedding's and the logits' collectives come on top).
+TEST(InferenceModel, TensorParallelCollectivesAcrossDomainsCountAsScaleOut) {
+    const ModelSpec m = tiny_llama(4);
+    SystemSpec sys = round_inference_system();
+    sys.scale_up_domain = 1;
+    sys.node_gpus = 1;
+    const InferenceSpec s = testing::fp16_workload(2, 100, 10);
+    const double ar = collective_cost(Collective::all_reduce, 2.0 * 100 * 64 * 2, GroupSpan{2, 1, 2}, sys).scale_out_bytes;
+    ASSERT_GT(ar, 0);
+    ParallelConfig p;
+    p.tp = 2;
+    const InferResult r = evaluate_inference({m, sys, s}, p);
+    EXPECT_GE(r.prefill.scale_out_bytes, 4 * 2 * ar);
+    EXPECT_EQ(r.prefill.scale_up_bytes, 0.0);
+}
+
 }  // namespace sm
