@@ -1,6 +1,7 @@
 #include "model/ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -239,6 +240,16 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
     out.ops.push_back(av);
 }
 
+// K and V gathered over `group` before attention, exposed: `gathered` bytes (the whole group's)
+// forward; only the local K/V is saved, so backward gathers them again and reduce-scatters the
+// gathered dK/dV, holding both at once. Names: the gather, the regather, the reduce-scatter.
+void gather_kv(LayerOps& out, CommGroup group, const std::array<std::string_view, 3>& names, double gathered) {
+    out.comms.push_back({names[0], Collective::all_gather, group, Pass::fwd, gathered, 1, false});
+    out.comms.push_back({names[1], Collective::all_gather, group, Pass::bwd, gathered, 1, false});
+    out.comms.push_back({names[2], Collective::reduce_scatter, group, Pass::bwd, gathered, 1, false});
+    out.transient_bytes = std::max(out.transient_bytes, 2.0 * gathered);
+}
+
 // The attention core under context parallelism and the K/V traffic of s.cp_kind. `a`: this
 // tensor-parallel rank's heads; each context-parallel rank holds T/cp tokens of Q, K and V.
 void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const Heads& a) {
@@ -264,11 +275,7 @@ void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
             // gathers them again and reduce-scatters the full-length dK/dV. A hierarchical
             // collective: every NIC of the domain carries a share of the cross-domain phase.
             // Backward holds the gathered K/V and their full-length gradients at once.
-            out.comms.push_back({"cp_kv_all_gather", Collective::all_gather, CommGroup::cp, Pass::fwd, cp * kv_local, 1, false});
-            out.comms.push_back({"cp_kv_regather", Collective::all_gather, CommGroup::cp, Pass::bwd, cp * kv_local, 1, false});
-            out.comms.push_back(
-                {"cp_dkv_reduce_scatter", Collective::reduce_scatter, CommGroup::cp, Pass::bwd, cp * kv_local, 1, false});
-            out.transient_bytes = std::max(out.transient_bytes, 2.0 * cp * kv_local);
+            gather_kv(out, CommGroup::cp, {"cp_kv_all_gather", "cp_kv_regather", "cp_dkv_reduce_scatter"}, cp * kv_local);
             attention(out, m, s, d, a);
             return;
         case CpKind::ulysses: {
@@ -316,11 +323,8 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
         // grid column (same heads, the other rows' tokens) gathers K and V before attention and
         // reduce-scatters dK, dV after it, as all-gather context parallelism does (exposed; the
         // local K/V is what is saved, so backward gathers again).
-        const double kv = d.rows * d.tokens * d.kv_heads * 2.0 * d.d * d.e;
-        out.comms.push_back({"summa_kv_all_gather", Collective::all_gather, CommGroup::tp_rows, Pass::fwd, kv, 1, false});
-        out.comms.push_back({"summa_kv_regather", Collective::all_gather, CommGroup::tp_rows, Pass::bwd, kv, 1, false});
-        out.comms.push_back({"summa_dkv_reduce_scatter", Collective::reduce_scatter, CommGroup::tp_rows, Pass::bwd, kv, 1, false});
-        out.transient_bytes = 2.0 * kv;
+        gather_kv(out, CommGroup::tp_rows, {"summa_kv_all_gather", "summa_kv_regather", "summa_dkv_reduce_scatter"},
+                  d.rows * d.tokens * d.kv_heads * 2.0 * d.d * d.e);
     }
     cp_attention(out, m, s, d, {d.heads, d.kv_heads, d.d, d.d});
     weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * d.d, 1}, d.tokens * d.heads * d.d * d.e,
