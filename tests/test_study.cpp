@@ -92,6 +92,9 @@ TEST(Grid, BadSpecsNameTheFlag) {
     }
     // A billion values is refused before anything is built.
     EXPECT_EQ(vary_error("x=1:1000000000:+1").path, "--vary");
+    // A spec without a path, or without a list, is told the forms a spec takes.
+    for (const char* shape : {"parallel.tp", "=1,2", "parallel.tp="})
+        EXPECT_NE(vary_error(shape).allowed.find("PATH=a,b,c"), std::string::npos) << shape;
 }
 
 TEST(Grid, CartesianProductFirstVaryOutermost) {
