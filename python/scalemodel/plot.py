@@ -282,6 +282,17 @@ def sweep(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path:
     return _finish(fig, path)
 
 
+def _tick_label(name: str, width: int = 28) -> str:
+    """A factor group's name short enough for an axis tick: a group named by its list of fields
+    ("other: a, b, c") becomes its head and the count; any other long name is cut."""
+    if len(name) <= width:
+        return name
+    head, sep, rest = name.partition(": ")
+    if sep:
+        return f"{head} ({len(rest.split(', '))} fields)"
+    return name[: width - 3] + "..."
+
+
 def waterfall(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path: Optional[str] = None) -> Figure:
     """An attribute() result as a waterfall on a log scale: each factor's speed-up multiplies the
     running total from 1x to the whole ratio."""
@@ -294,7 +305,7 @@ def waterfall(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, p
         lo, hi = min(level, nxt), max(level, nxt)
         ax.bar(i, hi - lo, bottom=lo, color=PALETTE[2] if nxt >= level else PALETTE[3], gid=f"waterfall:{f['name']}")
         ax.text(i, hi * 1.03, f"{float(f['speedup']):.2f}x", ha="center", va="bottom", fontsize=8)
-        names.append(f["name"])
+        names.append(_tick_label(f["name"]))
         level = nxt
     ax.bar(len(factors), level - 1.0, bottom=1.0, color=PALETTE[0], gid="waterfall:total")
     ax.text(len(factors), level * 1.03, f"{level:.2f}x", ha="center", va="bottom", fontsize=8, weight="bold")

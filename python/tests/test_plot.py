@@ -102,6 +102,18 @@ def test_waterfall_multiplies_to_the_ratio(examples, tmp_path):
     assert fig.axes[0].get_yscale() == "log"
 
 
+def test_waterfall_shortens_long_group_names(tmp_path):
+    # The bar keeps the group's whole name (its gid); the tick shows the head and the field count.
+    other = "other: system.accelerator.sram_bw_bytes_per_s, system.accelerator.sram_bytes, system.energy.idle_w"
+    doc = {"ratio": 2.0, "objective": "step_time_s",
+           "factors": [{"name": "matrix peak", "speedup": 1.6}, {"name": other, "speedup": 1.25}]}
+    fig = smp.waterfall(doc, path=str(tmp_path / "w.png"))
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["matrix peak", "other (3 fields)", "total"]
+    assert len(bars(fig, "waterfall:other: system.accelerator")) == 1
+    assert smp._tick_label("x" * 40) == "x" * 25 + "..."
+
+
 def test_pareto_front(examples, tmp_path):
     doc = sm.serve_search(str(examples / "infer-llama2-70b-h100.json"), gpus=8)
     fig = smp.pareto(doc, path=str(tmp_path / "p.png"))
