@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,25 @@ TEST(Scenario, EveryEfficiencyFieldIsReadAndBounded) {
         EXPECT_EQ(s->system.eff.*f.member, mid) << f.key;
         EXPECT_EQ(set_error(fmt::format("{}={}", path, r.second * 1.5 + 1)).path, path);
         EXPECT_EQ(set_error(fmt::format("{}={}", path, -1)).path, path);
+    }
+}
+
+// Every other numeric system field is refused past its table range naming its path; the ranges
+// of a few by hand (a link's latency up to 1 s, energy per bit up to 1 nJ, the TDP from 1 W).
+TEST(Scenario, EverySystemFieldIsBounded) {
+    EXPECT_EQ(system_field("scale_up.latency_s").hi, 1.0);
+    EXPECT_EQ(system_field("energy.hbm_j_per_bit").hi, 1e-9);
+    EXPECT_EQ(system_field("energy.tdp_w").lo, 1.0);
+    EXPECT_EQ(system_field("accelerator.sram_bytes").lo, 0.0);
+    EXPECT_THROW(system_field("accelerator.no_such_field"), std::logic_error);
+    for (const SystemField& f : system_fields()) {
+        std::string path = std::string("system.") + f.path;
+        if (const auto at = path.find("PRECISION"); at != std::string::npos) path.replace(at, 9, "bf16");
+        const InputError above = set_error(fmt::format("{}={}", path, f.hi * 10 + 1));
+        EXPECT_EQ(above.path, path) << above.message();
+        if (f.lo > 0) {
+            EXPECT_EQ(set_error(fmt::format("{}={}", path, f.lo / 2)).path, path);
+        }
     }
 }
 

@@ -20,11 +20,11 @@ Runner add_presets(CLI::App& app, const Io& io) {
     cmd->add_option("KIND", o->kind, "models or systems (default: both)")->check(CLI::IsMember({"models", "systems"}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json"}));
     cmd->add_flag("--schema", o->schema,
-                  "print the system.efficiency fields (unit, range, default) as the markdown table docs/PRESET_SCHEMA.md holds");
+                  "print the system fields (unit, range, default) as the markdown tables docs/PRESET_SCHEMA.md holds");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         if (o->schema) {
-            io.out << efficiency_schema_markdown();
+            io.out << system_schema_markdown();
             return kExitOk;
         }
         Json out = Json::object();

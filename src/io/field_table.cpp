@@ -1,6 +1,8 @@
 #include "io/field_table.hpp"
 
 #include <array>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -43,15 +45,57 @@ constexpr std::array kEfficiency{
 
 constexpr std::array<const char*, 2> kDecodeAttention{"tensor_core", "cuda_core"};
 
+// In the order the docs list them.
+constexpr std::array kSystem{
+    SystemField{"accelerator.matrix_flop_per_s.PRECISION", "FLOP/s", 1e6, 1e20, "absent: unsupported",
+                "dense matrix peak of fp32, tf32, fp16, bf16, fp8, fp4, int8 or int4 (never the 2:4-sparsity figure)"},
+    SystemField{"accelerator.vector_flop_per_s", "FLOP/s", 1e6, 1e20, "required", "FP32 non-tensor (CUDA-core, vector) peak"},
+    SystemField{"accelerator.memory_bytes", "bytes", 1, 1e15, "required (or accelerator.hbm)", "HBM capacity per GPU"},
+    SystemField{"accelerator.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e16, "required (or accelerator.hbm)", "HBM bandwidth per GPU"},
+    SystemField{"accelerator.sram_bytes", "bytes", 0, 1e13, "0 (not described)", "on-chip SRAM a GEMM can block in"},
+    SystemField{"accelerator.sram_bw_bytes_per_s", "bytes/s", 0, 1e17, "0 (no SRAM term)", "rate the SRAM feeds the compute units"},
+    SystemField{"scale_up.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction within the scale-up domain"},
+    SystemField{"scale_up.latency_s", "s", 0, 1, "0", "per message on the scale-up fabric"},
+    SystemField{"scale_out.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction on the network (NIC line rate / 8)"},
+    SystemField{"scale_out.latency_s", "s", 0, 1, "0", "per message on the network"},
+    SystemField{"host_memory.capacity_bytes", "bytes", 0, 1e15, "required in host_memory", "the second memory tier's share per GPU"},
+    SystemField{"host_memory.bw_bytes_per_s", "bytes/s", 1e6, 1e15, "required in host_memory", "its share of the host link per direction"},
+    SystemField{"host_memory.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e15, "required in host_memory",
+                "its share of host memory bandwidth (a host-side Adam step streams through it)"},
+    SystemField{"energy.tdp_w", "W", 1, 1e6, "required in energy", "the GPU's board power limit"},
+    SystemField{"energy.idle_w", "W", 0, 1e6, "required in energy", "drawn whenever powered"},
+    SystemField{"energy.sram_j_per_bit", "J/bit", 0, 1e-9, "0 (inside active_w)", "between the on-chip SRAM level and the compute units"},
+    SystemField{"energy.hbm_j_per_bit", "J/bit", 0, 1e-9, "the accelerator.hbm generation's (else required)", "per bit read or written"},
+    SystemField{"energy.scale_up_j_per_bit", "J/bit", 0, 1e-9, "required in energy", "per bit at each end of a scale-up link"},
+    SystemField{"energy.scale_out_j_per_bit", "J/bit", 0, 1e-9, "required in energy", "per bit at each end of a NIC link (outside the TDP)"},
+    SystemField{"energy.tensor_j_per_flop", "J/FLOP", 1e-16, 1e-9, "calibrated: a fully busy GPU draws its TDP",
+                "the tensor array's power at the sustained bf16 peak over that peak"},
+    SystemField{"energy.active_w", "W", 0, 1e6, "half the budget above idle, SRAM, HBM and links (the rest if tensor_j_per_flop is given)",
+                "drawn above idle while any kernel runs, the tensor array aside"},
+    SystemField{"price_per_gpu_hour", "USD", 0, 1e6, "0 (unknown: no cost keys)", "price of one GPU for an hour"},
+};
+
 }  // namespace
 
 std::span<const EfficiencyField> efficiency_fields() { return kEfficiency; }
 
 std::span<const char* const> decode_attention_choices() { return kDecodeAttention; }
 
-std::string efficiency_schema_markdown() {
+std::span<const SystemField> system_fields() { return kSystem; }
+
+const SystemField& system_field(std::string_view path) {
+    for (const SystemField& f : kSystem)
+        if (path == f.path) return f;
+    throw std::logic_error("system field not in the table: " + std::string(path));
+}
+
+std::string system_schema_markdown() {
     const Efficiency defaults{};
     std::string o = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
+    for (const SystemField& f : kSystem)
+        o += fmt::format("| `system.{}` | {} | {:g} to {:g} | {} | {} |\n", f.path, f.unit, f.lo, f.hi, f.default_text, f.doc);
+    o += "\nAnd `system.efficiency` (calibration: each preset's values and sources in docs/CALIBRATION.md):\n\n";
+    o += "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
     for (const EfficiencyField& f : kEfficiency) {
         const std::string def = f.default_from ? fmt::format("`{}`", f.default_from) : fmt::format("{:g}", defaults.*f.member);
         o += fmt::format("| `system.efficiency.{}` | {} | {:g} to {:g} | {} | {} |\n", f.key, f.unit, f.lo, f.hi, def, f.doc);

@@ -1,10 +1,13 @@
 #pragma once
-// The system.efficiency fields as one table: parsing reads each field's range and default from
-// it, and `scalemodel presets --schema` prints it as the table docs/PRESET_SCHEMA.md holds (a test
-// fails when that copy is stale), so the documented defaults are the ones a system written
-// without a preset runs on.
+// The system's numeric fields as tables: parsing reads each field's range (and, for
+// system.efficiency, its default) from them, and `scalemodel presets --schema` prints them as the
+// tables docs/PRESET_SCHEMA.md holds (a test fails when that copy is stale), so the documented
+// ranges and defaults are the ones a system written without a preset is read with. The integer
+// counts (node_gpus, scale_up.domain_gpus, gpus_used_per_domain, hbm.stacks) and the technology
+// and HBM generation readers keep their ranges beside their own code.
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "hardware/system_spec.hpp"
 
@@ -20,10 +23,25 @@ struct EfficiencyField {
     const char* doc;
 };
 
+// Any other numeric system field: its range, and its default as the docs say it (some follow
+// from other fields: the calibrated energy figures, the generated ones under system.technology).
+struct SystemField {
+    const char* path;          // below system
+    const char* unit;
+    double lo, hi;             // accepted, inclusive
+    const char* default_text;  // "required" where there is none
+    const char* doc;
+};
+
 std::span<const EfficiencyField> efficiency_fields();
+std::span<const SystemField> system_fields();
+// The entry of `path` (below system); a path not in the table is a programming error (throws
+// std::logic_error).
+const SystemField& system_field(std::string_view path);
 // The choices of system.efficiency.decode_attention, the default first.
 std::span<const char* const> decode_attention_choices();
-// docs/PRESET_SCHEMA.md's generated part: a markdown table of every efficiency field.
-std::string efficiency_schema_markdown();
+// docs/PRESET_SCHEMA.md's generated part: markdown tables of the system fields and of every
+// efficiency field.
+std::string system_schema_markdown();
 
 }  // namespace sm

@@ -205,15 +205,25 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     return m;
 }
 
+// A system field below `section` (the reader's own path below system) in the range the field
+// table gives it (io/field_table.cpp); `lo` overrides the table's where the field may be left 0
+// to be derived (under system.technology or accelerator.hbm).
+double system_number(ObjectReader& r, const std::string& section, const char* key, std::optional<double> def,
+                     std::optional<double> lo = std::nullopt) {
+    const SystemField& f = system_field(section.empty() ? std::string(key) : section + "." + key);
+    return r.number(key, def, lo.value_or(f.lo), f.hi);
+}
+
 // `generated`: the bandwidth system.technology's SerDes give, which replaces any figure given.
-LinkLevel read_link(ObjectReader& r, std::optional<double> generated) {
+// `level`: scale_up or scale_out.
+LinkLevel read_link(ObjectReader& r, const std::string& level, std::optional<double> generated) {
     LinkLevel l;
-    l.bw_bytes_per_s = r.number("bw_bytes_per_s", generated, 1e3, 1e15);
+    l.bw_bytes_per_s = system_number(r, level, "bw_bytes_per_s", generated);
     if (generated) {
         l.bw_bytes_per_s = *generated;
         r.set_recorded("bw_bytes_per_s", *generated);
     }
-    l.latency_s = r.number("latency_s", 0.0, 0.0, 1.0);
+    l.latency_s = system_number(r, level, "latency_s", 0.0);
     return l;
 }
 
@@ -251,12 +261,12 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
         up = t.scale_up_serdes.j_per_bit;
         out = t.scale_out_serdes.j_per_bit;
     }
-    en.tdp_w = e->number("tdp_w", tdp, 1.0, 1e6);
-    en.idle_w = e->number("idle_w", idle, 0.0, 1e6);
-    en.sram_j_per_bit = e->number("sram_j_per_bit", sram, 0.0, 1e-9);
-    en.hbm_j_per_bit = e->number("hbm_j_per_bit", hbm_j_per_bit, 0.0, 1e-9);
-    en.scale_up_j_per_bit = e->number("scale_up_j_per_bit", up, 0.0, 1e-9);
-    en.scale_out_j_per_bit = e->number("scale_out_j_per_bit", out, 0.0, 1e-9);
+    en.tdp_w = system_number(*e, "energy", "tdp_w", tdp);
+    en.idle_w = system_number(*e, "energy", "idle_w", idle);
+    en.sram_j_per_bit = system_number(*e, "energy", "sram_j_per_bit", sram);
+    en.hbm_j_per_bit = system_number(*e, "energy", "hbm_j_per_bit", hbm_j_per_bit);
+    en.scale_up_j_per_bit = system_number(*e, "energy", "scale_up_j_per_bit", up);
+    en.scale_out_j_per_bit = system_number(*e, "energy", "scale_out_j_per_bit", out);
     if (tech) {  // generated: the technology's figures replace any given
         en.tdp_w = *tdp;
         en.idle_w = *idle;
@@ -277,20 +287,20 @@ void read_energy(ObjectReader& r, SystemSpec& s, const std::optional<TechnologyR
     if (tech) {
         const GeneratedChip& g = tech->chip;
         const double j = g.power.tensor_w / g.matrix_flop_per_s[static_cast<size_t>(Precision::bf16)];
-        e->number("tensor_j_per_flop", j, 1e-16, 1e-9);
+        system_number(*e, "energy", "tensor_j_per_flop", j);
         en.tensor_j_per_flop = j;
     } else if (given_j) {
-        en.tensor_j_per_flop = e->number("tensor_j_per_flop", std::nullopt, 1e-16, 1e-9);
+        en.tensor_j_per_flop = system_number(*e, "energy", "tensor_j_per_flop", std::nullopt);
     }
     const double active_def = tech || given_j ? std::max(0.0, budget - tensor_power_w(s)) : kDefaultActiveShare * budget;
-    en.active_w = e->number("active_w", active_def, 0.0, 1e6);
+    en.active_w = system_number(*e, "energy", "active_w", active_def);
     if (tech) en.active_w = active_def;
     if (!tech && !given_j) {
         const double calibrated = tdp_calibrated_j_per_flop(s);
         if (!(calibrated > 0))
             fail(e->path_of("active_w"), fmt::format("{:g} W", en.active_w),
                  fmt::format("expected below the {:.0f} W tdp_w leaves above idle, SRAM, HBM and scale-up links at full bandwidth", budget));
-        en.tensor_j_per_flop = e->number("tensor_j_per_flop", calibrated, 1e-16, 1e-9);
+        en.tensor_j_per_flop = system_number(*e, "energy", "tensor_j_per_flop", calibrated);
     }
     // A calibrated figure follows the peaks, bandwidths and TDP it came from: not recorded, so
     // a study that varies them (sweep, sensitivity, attribute) calibrates again.
@@ -337,24 +347,27 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         auto peaks = a->child("matrix_flop_per_s");
         if (!peaks && !tech) fail(a->path_of("matrix_flop_per_s"), "nothing", "required: {precision: FLOP/s, ...}");
         const auto names = precision_names();
+        const SystemField& peak = system_field("accelerator.matrix_flop_per_s.PRECISION");
         for (const auto& name : names) {
             if (!peaks || !peaks->has(name.c_str())) continue;
             s.accel.matrix_flop_per_s[static_cast<size_t>(*parse_precision(name))] =
-                peaks->number(name.c_str(), std::nullopt, 1e6, 1e20);
+                peaks->number(name.c_str(), std::nullopt, peak.lo, peak.hi);
         }
         if (peaks) peaks->finish();
         const std::optional<double> none;
-        s.accel.vector_flop_per_s = a->number("vector_flop_per_s", tech ? std::optional(0.0) : none, tech ? 0.0 : 1e6, 1e20);
+        s.accel.vector_flop_per_s = system_number(*a, "accelerator", "vector_flop_per_s", tech ? std::optional(0.0) : none,
+                                              tech ? std::optional(0.0) : none);
         if (tech && a->has("hbm"))
             fail(a->path_of("hbm"), "HBM stacks beside system.technology", "the technology's own hbm {generation, stacks}");
         const std::optional<HbmMemory> hbm = read_hbm(*a);
         if (hbm) hbm_j_per_bit = hbm->j_per_bit;
         const bool derived = hbm || tech;
-        s.accel.memory_bytes = a->number("memory_bytes", derived ? std::optional(0.0) : none, derived ? 0.0 : 1.0, 1e15);
+        s.accel.memory_bytes =
+            system_number(*a, "accelerator", "memory_bytes", derived ? std::optional(0.0) : none, derived ? std::optional(0.0) : none);
         s.accel.memory_bw_bytes_per_s =
-            a->number("memory_bw_bytes_per_s", derived ? std::optional(0.0) : none, derived ? 0.0 : 1e6, 1e16);
-        s.accel.sram_bytes = a->number("sram_bytes", 0.0, 0.0, 1e13);
-        s.accel.sram_bw_bytes_per_s = a->number("sram_bw_bytes_per_s", 0.0, 0.0, 1e17);
+            system_number(*a, "accelerator", "memory_bw_bytes_per_s", derived ? std::optional(0.0) : none, derived ? std::optional(0.0) : none);
+        s.accel.sram_bytes = system_number(*a, "accelerator", "sram_bytes", 0.0);
+        s.accel.sram_bw_bytes_per_s = system_number(*a, "accelerator", "sram_bw_bytes_per_s", 0.0);
         if (hbm) {  // the stacks replace the figures (a preset's included); resolve shows the result
             s.accel.memory_bytes = hbm->bytes;
             s.accel.memory_bw_bytes_per_s = hbm->bw_bytes_per_s;
@@ -394,17 +407,17 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         if (!up) fail(path + ".scale_up", "nothing", "required: {domain_gpus, bw_bytes_per_s, latency_s}");
         s.scale_up_domain = up->integer("domain_gpus", s.node_gpus, 1, kMaxGpus);
         s.gpus_used_per_domain = up->integer("gpus_used_per_domain", s.scale_up_domain, 1, s.scale_up_domain);
-        s.scale_up = read_link(*up, tech ? std::optional(tech->chip.scale_up_bw_bytes_per_s) : std::nullopt);
+        s.scale_up = read_link(*up, "scale_up", tech ? std::optional(tech->chip.scale_up_bw_bytes_per_s) : std::nullopt);
         up->finish();
         auto out = r.child("scale_out");
         if (!out) fail(path + ".scale_out", "nothing", "required: {bw_bytes_per_s, latency_s}");
-        s.scale_out = read_link(*out, tech ? std::optional(tech->chip.scale_out_bw_bytes_per_s) : std::nullopt);
+        s.scale_out = read_link(*out, "scale_out", tech ? std::optional(tech->chip.scale_out_bw_bytes_per_s) : std::nullopt);
         out->finish();
     }
     if (auto h = r.child("host_memory")) {
-        s.host_memory.capacity_bytes = h->number("capacity_bytes", std::nullopt, 0.0, 1e15);
-        s.host_memory.bw_bytes_per_s = h->number("bw_bytes_per_s", std::nullopt, 1e6, 1e15);
-        s.host_memory.memory_bw_bytes_per_s = h->number("memory_bw_bytes_per_s", std::nullopt, 1e6, 1e15);
+        s.host_memory.capacity_bytes = system_number(*h, "host_memory", "capacity_bytes", std::nullopt);
+        s.host_memory.bw_bytes_per_s = system_number(*h, "host_memory", "bw_bytes_per_s", std::nullopt);
+        s.host_memory.memory_bw_bytes_per_s = system_number(*h, "host_memory", "memory_bw_bytes_per_s", std::nullopt);
         h->finish();
     }
     {  // absent: the defaults, recorded so that `resolve` shows them
@@ -425,7 +438,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     s.scale_up.efficiency = s.eff.scale_up;
     s.scale_out.efficiency = s.eff.scale_out;
     read_energy(r, s, tech, hbm_j_per_bit);
-    s.price_per_gpu_hour = r.number("price_per_gpu_hour", 0.0, 0.0, 1e6);
+    s.price_per_gpu_hour = system_number(r, "", "price_per_gpu_hour", 0.0);
     r.finish();
     return s;
 }
