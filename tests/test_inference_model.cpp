@@ -332,15 +332,20 @@ TEST(InferenceByHand, ResultFiguresFromThePasses) {
     EXPECT_NEAR(r.output_tokens_per_s, 4.0 * 3 * 5 / r.e2e_latency_s, 1e-9 * r.output_tokens_per_s);
 }
 
-}  // namespace
+// The round machine with every GPU in a scale-up domain of its own: all traffic crosses the network.
+SystemSpec one_gpu_per_domain() {
+    SystemSpec sys = round_inference_system();
+    sys.scale_up_domain = 1;
+    sys.node_gpus = 1;
+    return sys;
+}
+
 // Pipeline stages hand one activation across each of the pp - 1 stage boundaries per pass; with
 // every GPU in its own scale-up domain the hops cross the scale-out network. 2 sequences x 100
 // prompt tokens x h 64 x 2 bytes = 25,600 bytes per hop, 1 hop at pp 2, 3 at pp 4.
 TEST(InferenceModel, PipelineHopsCrossTheNetworkPpMinusOneTimes) {
     const ModelSpec m = tiny_llama(4);
-    SystemSpec sys = round_inference_system();
-    sys.scale_up_domain = 1;
-    sys.node_gpus = 1;
+    const SystemSpec sys = one_gpu_per_domain();
     const InferenceSpec s = testing::fp16_workload(2, 100, 10);
     const GroupSpan apart{2, 1, 2};
     const double hop = collective_cost(Collective::p2p, 2.0 * 100 * 64 * 2, apart, sys).scale_out_bytes;
@@ -358,9 +363,7 @@ TEST(InferenceModel, PipelineHopsCrossTheNetworkPpMinusOneTimes) {
 // them at least (the embedding's and the logits' collectives come on top).
 TEST(InferenceModel, TensorParallelCollectivesAcrossDomainsCountAsScaleOut) {
     const ModelSpec m = tiny_llama(4);
-    SystemSpec sys = round_inference_system();
-    sys.scale_up_domain = 1;
-    sys.node_gpus = 1;
+    const SystemSpec sys = one_gpu_per_domain();
     const InferenceSpec s = testing::fp16_workload(2, 100, 10);
     const double ar = collective_cost(Collective::all_reduce, 2.0 * 100 * 64 * 2, GroupSpan{2, 1, 2}, sys).scale_out_bytes;
     ASSERT_GT(ar, 0);
@@ -371,4 +374,5 @@ TEST(InferenceModel, TensorParallelCollectivesAcrossDomainsCountAsScaleOut) {
     EXPECT_EQ(r.prefill.scale_up_bytes, 0.0);
 }
 
+}  // namespace
 }  // namespace sm

@@ -31,16 +31,16 @@ void add_efficiency_keys(Json& j, const SystemSpec& sys, double energy_per_reque
 Json hit_json(const SystemSpec& sys, const InferenceSpec& inf, const ServeHit& h) {
     const ServingPoint& p = h.point;
     Json j{{"tp", h.layout.tp},
-                {"pp", h.layout.pp},
-                {"dp", h.layout.dp},
-                {"ep", h.layout.ep},
-                {"concurrency", p.concurrency},
-                {"ttft_s", p.ttft_s},
-                {"tpot_s", p.tpot_s},
-                {"output_tokens_per_s_per_gpu", p.output_tokens_per_s_per_gpu},
-                {"output_tokens_per_s_per_user", p.output_tokens_per_s_per_user},
-                {"output_tokens_per_s", p.output_tokens_per_s},
-                {"peak_bytes_per_gpu", p.memory.peak_bytes_per_gpu}};
+           {"pp", h.layout.pp},
+           {"dp", h.layout.dp},
+           {"ep", h.layout.ep},
+           {"concurrency", p.concurrency},
+           {"ttft_s", p.ttft_s},
+           {"tpot_s", p.tpot_s},
+           {"output_tokens_per_s_per_gpu", p.output_tokens_per_s_per_gpu},
+           {"output_tokens_per_s_per_user", p.output_tokens_per_s_per_user},
+           {"output_tokens_per_s", p.output_tokens_per_s},
+           {"peak_bytes_per_gpu", p.memory.peak_bytes_per_gpu}};
     add_efficiency_keys(j, sys, p.energy_per_request_j, static_cast<double>(inf.output_len), p.output_tokens_per_s_per_gpu);
     return j;
 }
@@ -80,16 +80,16 @@ std::string hits_csv(const Scenario& s, const ServeSearchResult& r) {
 Json disagg_json(const Scenario& s, const DisaggHit& h) {
     // A pool's own per-GPU rate and energy describe one instance of it alone.
     Json j{{"prefill", hit_json(s.system, s.inference, h.prefill)},
-                {"decode", hit_json(s.system, s.inference, h.decode)},
-                {"prefill_instances", h.prefill_instances},
-                {"decode_instances", h.decode_instances},
-                {"gpus_used", h.gpus},
-                {"kv_transfer_s", h.kv_transfer_s},
-                {"requests_per_s", h.requests_per_s},
-                {"ttft_s", h.ttft_s},
-                {"tpot_s", h.tpot_s},
-                {"output_tokens_per_s_per_gpu", h.output_tokens_per_s_per_gpu},
-                {"output_tokens_per_s_per_user", h.output_tokens_per_s_per_user}};
+           {"decode", hit_json(s.system, s.inference, h.decode)},
+           {"prefill_instances", h.prefill_instances},
+           {"decode_instances", h.decode_instances},
+           {"gpus_used", h.gpus},
+           {"kv_transfer_s", h.kv_transfer_s},
+           {"requests_per_s", h.requests_per_s},
+           {"ttft_s", h.ttft_s},
+           {"tpot_s", h.tpot_s},
+           {"output_tokens_per_s_per_gpu", h.output_tokens_per_s_per_gpu},
+           {"output_tokens_per_s_per_user", h.output_tokens_per_s_per_user}};
     add_efficiency_keys(j, s.system, h.energy_per_request_j, static_cast<double>(s.inference.output_len), h.output_tokens_per_s_per_gpu);
     return j;
 }
