@@ -90,16 +90,16 @@ TEST(Disaggregated, KvTransferEnergyByHand) {
     const InferContext c{m, sys, testing::fp16_workload(1, 300, 40)};
     const double bytes = 153600.0, bits = 8.0 * bytes;
     ParallelConfig one;
-    EXPECT_NEAR(kv_transfer_j(c, one, true), 2 * bits * 4e-12 + 2 * bits * 10e-12, 1e-18);
-    EXPECT_NEAR(kv_transfer_j(c, one, false), 2 * bits * 4e-12 + 2 * bits * 20e-12, 1e-18);
+    EXPECT_NEAR(kv_transfer_energy(c, one, true).total_j(), 2 * bits * 4e-12 + 2 * bits * 10e-12, 1e-18);
+    EXPECT_NEAR(kv_transfer_energy(c, one, false).total_j(), 2 * bits * 4e-12 + 2 * bits * 20e-12, 1e-18);
     ParallelConfig tp2;
     tp2.tp = 2;
-    EXPECT_NEAR(kv_transfer_j(c, tp2, true), 2 * bits * 4e-12 + 2 * bits * 10e-12, 1e-18);
+    EXPECT_NEAR(kv_transfer_energy(c, tp2, true).total_j(), 2 * bits * 4e-12 + 2 * bits * 10e-12, 1e-18);
     ParallelConfig tp4;
     tp4.tp = 4;
-    EXPECT_NEAR(kv_transfer_j(c, tp4, true), 2 * (2 * bits * 4e-12 + 2 * bits * 10e-12), 1e-18);
+    EXPECT_NEAR(kv_transfer_energy(c, tp4, true).total_j(), 2 * (2 * bits * 4e-12 + 2 * bits * 10e-12), 1e-18);
     sys.energy = {};
-    EXPECT_EQ(kv_transfer_j({m, sys, c.inference}, one, true), 0.0);
+    EXPECT_EQ(kv_transfer_energy({m, sys, c.inference}, one, true).total_j(), 0.0);
 }
 
 // With idle power alone (100 W) every GPU a pairing uses draws it all the time, busy or waiting
@@ -110,14 +110,12 @@ TEST(Disaggregated, IdleEnergyOfBothPools) {
     sys.accel.memory_bytes = 2e6;
     sys.energy.tdp_w = 1000;
     sys.energy.idle_w = 100;
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.prefill_chunk_tokens = 128;
-    s.framework_overhead_bytes = 0;
+    const InferenceSpec s = testing::search_serving_workload();
     const DisaggResult r = disaggregated_search({m, sys, s}, 8, ServeTargets{0, 0}, 20);
     ASSERT_FALSE(r.best.empty());
     bool unbalanced = false;  // a pairing where one pool waits on the other
     for (const DisaggHit& h : r.best) {
-        EXPECT_NEAR(h.energy_per_request_j, 100.0 * static_cast<double>(h.gpus) / h.requests_per_s, 1e-9 * h.energy_per_request_j);
+        EXPECT_NEAR(h.energy.total_j(), 100.0 * static_cast<double>(h.gpus) / h.requests_per_s, 1e-9 * h.energy.total_j());
         const double p = static_cast<double>(h.prefill_instances) * h.prefill.point.requests_per_s;
         const double d = static_cast<double>(h.decode_instances) * h.decode.point.requests_per_s;
         unbalanced = unbalanced || std::abs(p - d) > 0.01 * std::min(p, d);
@@ -132,14 +130,12 @@ TEST(Disaggregated, JoulesObjective) {
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = 2e6;
     sys.energy = testing::round_energy();
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.prefill_chunk_tokens = 128;
-    s.framework_overhead_bytes = 0;
+    const InferenceSpec s = testing::search_serving_workload();
     const DisaggResult rate = disaggregated_search({m, sys, s}, 4, ServeTargets{0, 0}, 20);
     const DisaggResult joules = disaggregated_search({m, sys, s}, 4, ServeTargets{0, 0, ServeObjective::tokens_per_joule}, 20);
     ASSERT_FALSE(joules.best.empty());
-    for (const DisaggHit& h : joules.best) EXPECT_LE(joules.best.front().energy_per_request_j, h.energy_per_request_j);
-    EXPECT_LT(joules.best.front().energy_per_request_j, rate.best.front().energy_per_request_j);
+    for (const DisaggHit& h : joules.best) EXPECT_LE(joules.best.front().energy.total_j(), h.energy.total_j());
+    EXPECT_LT(joules.best.front().energy.total_j(), rate.best.front().energy.total_j());
 }
 
 TEST(Disaggregated, InstanceSizes) {
@@ -160,9 +156,7 @@ TEST_P(DisaggregatedVsBruteForce, SameBestRate) {
     const ModelSpec m = testing::tiny_llama(4);  // 4 layers
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = 2e6;  // a few dozen requests fit
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.prefill_chunk_tokens = 128;
-    s.framework_overhead_bytes = 0;
+    const InferenceSpec s = testing::search_serving_workload();
     const InferContext c{m, sys, s};
     const ServeTargets t{b.ttft_s, b.tpot_s};
     const DisaggResult r = disaggregated_search(c, b.gpus, t, 3);
@@ -225,9 +219,7 @@ TEST(Disaggregated, ATargetEqualToTheBestTpotKeepsIt) {
     const ModelSpec m = testing::tiny_llama(4);
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = 2e6;
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.prefill_chunk_tokens = 128;
-    s.framework_overhead_bytes = 0;
+    const InferenceSpec s = testing::search_serving_workload();
     const InferContext c{m, sys, s};
     const DisaggResult free = disaggregated_search(c, 6, ServeTargets{0, 0}, 1);
     ASSERT_FALSE(free.best.empty());
@@ -250,9 +242,7 @@ TEST(Disaggregated, OneRowPerPoolPairing) {
     const ModelSpec m = testing::tiny_llama(4);
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = 2e6;
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.prefill_chunk_tokens = 128;
-    s.framework_overhead_bytes = 0;
+    const InferenceSpec s = testing::search_serving_workload();
     const DisaggResult r = disaggregated_search({m, sys, s}, 8, ServeTargets{0, 0}, 20);
     ASSERT_EQ(r.best.size(), 20u);
     auto same_layout = [](const ParallelConfig& a, const ParallelConfig& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; };

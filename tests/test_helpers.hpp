@@ -146,6 +146,15 @@ inline InferenceSpec fp16_workload(int64_t batch, int64_t in, int64_t out) {
     return s;
 }
 
+// The serving-search tests' workload: prompts of 300 tokens, 40 output tokens, chunks of 128,
+// no framework memory.
+inline InferenceSpec search_serving_workload() {
+    InferenceSpec s = fp16_workload(1, 300, 40);
+    s.prefill_chunk_tokens = 128;
+    s.framework_overhead_bytes = 0;
+    return s;
+}
+
 // The serving tests' workload: prompts of 100 tokens, 11 output tokens, chunks of 64, KV blocks
 // of 64, no framework memory.
 inline InferenceSpec toy_serving_workload() {

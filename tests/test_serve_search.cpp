@@ -26,9 +26,7 @@ TEST_P(ServeSearchVsBruteForce, SameBest) {
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = sp.memory_bytes;
     sys.energy = testing::round_energy();
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.prefill_chunk_tokens = 128;
-    s.framework_overhead_bytes = 0;
+    const InferenceSpec s = testing::search_serving_workload();
     const InferContext c{m, sys, s};
     const ServeTargets t{sp.ttft_s, sp.tpot_s, sp.objective};
     const ServeSearchResult r = serve_search(c, sp.gpus, t, 5);
@@ -136,15 +134,27 @@ TEST(ServeSearch, TargetsAreInclusive) {
     EXPECT_FALSE(meets(pt, {0, pt.tpot_s * (1 - 1e-9)}));
 }
 
+// The 4-layer toy on the round machine with 4 MB of memory (a few dozen requests at pp 1), 300
+// tokens in / 40 out, default prompt chunks, no framework memory.
+struct FourMegabytes {
+    ModelSpec m = testing::tiny_llama(4);
+    SystemSpec sys = [] {
+        SystemSpec r = testing::round_inference_system();
+        r.accel.memory_bytes = 4e6;
+        return r;
+    }();
+    InferenceSpec s = [] {
+        InferenceSpec r = testing::fp16_workload(1, 300, 40);
+        r.framework_overhead_bytes = 0;
+        return r;
+    }();
+};
+
 // Targets nothing meets: no best, and the front holds only real steady states (no concurrency 0
 // slipped in for the target that no concurrency meets).
 TEST(ServeSearch, ImpossibleTargetsLeaveOnlyRealPoints) {
-    const ModelSpec m = testing::tiny_llama(4);
-    SystemSpec sys = testing::round_inference_system();
-    sys.accel.memory_bytes = 4e6;
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.framework_overhead_bytes = 0;
-    const ServeSearchResult r = serve_search({m, sys, s}, 4, {1e-12, 1e-12}, 5);
+    const FourMegabytes t;
+    const ServeSearchResult r = serve_search({t.m, t.sys, t.s}, 4, {1e-12, 1e-12}, 5);
     EXPECT_TRUE(r.best.empty());
     ASSERT_FALSE(r.pareto.empty());
     for (const ServeHit& h : r.pareto) {
@@ -153,17 +163,13 @@ TEST(ServeSearch, ImpossibleTargetsLeaveOnlyRealPoints) {
     }
     // No more steady states than without targets (where the largest meeting them is the limit,
     // already tried): a target no concurrency meets adds none.
-    const ServeSearchResult free = serve_search({m, sys, s}, 4, {}, 5);
+    const ServeSearchResult free = serve_search({t.m, t.sys, t.s}, 4, {}, 5);
     EXPECT_LE(r.points, free.points);
 }
 
 TEST(ServeSearch, ParetoFrontIsNotDominated) {
-    const ModelSpec m = testing::tiny_llama(4);
-    SystemSpec sys = testing::round_inference_system();
-    sys.accel.memory_bytes = 4e6;
-    InferenceSpec s = testing::fp16_workload(1, 300, 40);
-    s.framework_overhead_bytes = 0;
-    const ServeSearchResult r = serve_search({m, sys, s}, 4, {}, 5);
+    const FourMegabytes t;
+    const ServeSearchResult r = serve_search({t.m, t.sys, t.s}, 4, {}, 5);
     ASSERT_GE(r.pareto.size(), 2u);
     for (size_t i = 0; i < r.pareto.size(); ++i)
         for (size_t j = 0; j < r.pareto.size(); ++j) {

@@ -9,6 +9,8 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "io/csv.hpp"
+#include "io/energy_report.hpp"
+#include "io/serve_report.hpp"
 #include "search/serve_search.hpp"
 
 namespace sm::cli {
@@ -17,18 +19,8 @@ namespace {
 
 const char* objective_name(ServeObjective o) { return o == ServeObjective::tokens_per_joule ? "tokens_per_j" : "tokens_per_gpu"; }
 
-// Energy and price keys of a configuration yielding `tokens` output tokens per request, present
-// only when the system has the figures (as `infer`'s).
-void add_efficiency_keys(Json& j, const SystemSpec& sys, double energy_per_request_j, double tokens, double per_gpu) {
-    if (sys.energy.known()) {
-        j["energy_per_request_j"] = energy_per_request_j;
-        j["energy_per_token_j"] = energy_per_request_j / tokens;
-        j["tokens_per_j"] = tokens / energy_per_request_j;
-    }
-    if (sys.price_per_gpu_hour > 0) j["cost_per_million_tokens_usd"] = cost_usd(sys, 1.0, 1.0) / per_gpu * 1e6;
-}
-
-Json hit_json(const SystemSpec& sys, const InferenceSpec& inf, const ServeHit& h) {
+// A configuration's keys; its energy and price keys as `infer --concurrency` gives them.
+Json hit_json(const SystemSpec& sys, const ServeHit& h) {
     const ServingPoint& p = h.point;
     Json j{{"tp", h.layout.tp},
            {"pp", h.layout.pp},
@@ -41,14 +33,14 @@ Json hit_json(const SystemSpec& sys, const InferenceSpec& inf, const ServeHit& h
            {"output_tokens_per_s_per_user", p.output_tokens_per_s_per_user},
            {"output_tokens_per_s", p.output_tokens_per_s},
            {"peak_bytes_per_gpu", p.memory.peak_bytes_per_gpu}};
-    add_efficiency_keys(j, sys, p.energy_per_request_j, static_cast<double>(inf.output_len), p.output_tokens_per_s_per_gpu);
+    add_energy_keys(j, sys, serve_energy_scope(h.layout, p), true);
     return j;
 }
 
 Json result_json(const Scenario& s, int64_t gpus, const ServeTargets& t, const ServeSearchResult& r) {
     Json best = Json::array(), front = Json::array();
-    for (const ServeHit& h : r.best) best.push_back(hit_json(s.system, s.inference, h));
-    for (const ServeHit& h : r.pareto) front.push_back(hit_json(s.system, s.inference, h));
+    for (const ServeHit& h : r.best) best.push_back(hit_json(s.system, h));
+    for (const ServeHit& h : r.pareto) front.push_back(hit_json(s.system, h));
     return Json{{"model", s.model.name},   {"system", s.system.name},       {"gpus", gpus},
                 {"input_len", s.inference.input_len}, {"output_len", s.inference.output_len},
                 {"ttft_target_s", t.ttft_s}, {"tpot_target_s", t.tpot_s}, {"objective", objective_name(t.objective)},
@@ -79,8 +71,8 @@ std::string hits_csv(const Scenario& s, const ServeSearchResult& r) {
 
 Json disagg_json(const Scenario& s, const DisaggHit& h) {
     // A pool's own per-GPU rate and energy describe one instance of it alone.
-    Json j{{"prefill", hit_json(s.system, s.inference, h.prefill)},
-           {"decode", hit_json(s.system, s.inference, h.decode)},
+    Json j{{"prefill", hit_json(s.system, h.prefill)},
+           {"decode", hit_json(s.system, h.decode)},
            {"prefill_instances", h.prefill_instances},
            {"decode_instances", h.decode_instances},
            {"gpus_used", h.gpus},
@@ -90,7 +82,10 @@ Json disagg_json(const Scenario& s, const DisaggHit& h) {
            {"tpot_s", h.tpot_s},
            {"output_tokens_per_s_per_gpu", h.output_tokens_per_s_per_gpu},
            {"output_tokens_per_s_per_user", h.output_tokens_per_s_per_user}};
-    add_efficiency_keys(j, s.system, h.energy_per_request_j, static_cast<double>(s.inference.output_len), h.output_tokens_per_s_per_gpu);
+    // Per request: the pairing's GPUs for 1 / rate seconds.
+    add_energy_keys(j, s.system,
+                    {h.energy, 1.0 / h.requests_per_s, static_cast<double>(h.gpus), static_cast<double>(s.inference.output_len), 1.0},
+                    true);
     return j;
 }
 
@@ -106,7 +101,7 @@ std::string disagg_csv(const Scenario& s, const DisaggResult& d) {
                        std::to_string(q.tp), std::to_string(q.pp), std::to_string(q.dp), std::to_string(q.ep),
                        std::to_string(h.decode.point.concurrency), std::to_string(h.gpus), csv_number(h.kv_transfer_s),
                        csv_number(h.ttft_s), csv_number(h.tpot_s), csv_number(h.output_tokens_per_s_per_gpu),
-                       csv_number(h.output_tokens_per_s_per_user), energy_cell(s.system, h.energy_per_request_j, s.inference.output_len)});
+                       csv_number(h.output_tokens_per_s_per_user), energy_cell(s.system, h.energy.total_j(), s.inference.output_len)});
     }
     return o;
 }
@@ -128,7 +123,7 @@ std::string disagg_text(const Scenario& s, const DisaggResult& d, const ServeSea
         o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10.1f} {:>10.1f}{}\n", inst(h.prefill_instances, h.prefill.layout),
                          h.prefill.point.concurrency, inst(h.decode_instances, h.decode.layout), h.decode.point.concurrency, h.gpus,
                          seconds(h.kv_transfer_s), seconds(h.ttft_s), seconds(h.tpot_s), h.output_tokens_per_s_per_gpu,
-                         h.output_tokens_per_s_per_user, energy_column(s.system, h.energy_per_request_j, s.inference.output_len));
+                         h.output_tokens_per_s_per_user, energy_column(s.system, h.energy.total_j(), s.inference.output_len));
     if (!agg.best.empty())
         o += fmt::format("  best disaggregated / best aggregated: {:.2f}x tokens/s/GPU\n",
                          d.best.front().output_tokens_per_s_per_gpu / agg.best.front().point.output_tokens_per_s_per_gpu);

@@ -45,6 +45,16 @@ struct Energy {
     [[nodiscard]] Energy scaled(double k) const {
         return {k * compute_j, k * active_j, k * sram_j, k * hbm_j, k * scale_up_j, k * scale_out_j, k * idle_j};
     }
+    Energy& operator+=(const Energy& o) {
+        compute_j += o.compute_j;
+        active_j += o.active_j;
+        sram_j += o.sram_j;
+        hbm_j += o.hbm_j;
+        scale_up_j += o.scale_up_j;
+        scale_out_j += o.scale_out_j;
+        idle_j += o.idle_j;
+        return *this;
+    }
 };
 
 // The default active_w: this share of dynamic_budget_w, the tensors the rest (docs/CALIBRATION.md,

@@ -7,18 +7,11 @@
 
 namespace sm {
 
-namespace {
-
-// One request's share of a replica's steady state: a step's energy and time over the requests
-// the replica finishes per step, and the tokens each yields.
-EnergyScope serve_energy_scope(const Scenario& s, const ServingPoint& r) {
-    const ParallelConfig& p = s.parallel;
+EnergyScope serve_energy_scope(const ParallelConfig& p, const ServingPoint& r) {
     const double requests_per_step = replica_requests_per_step(r, p.dp);
     const double k = requests_per_step > 0 ? 1.0 / requests_per_step : 0.0;
     return {r.energy.scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
 }
-
-}  // namespace
 
 Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
     const InferenceSpec& i = s.inference;
@@ -52,7 +45,7 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"fits_in_memory", r.fits_in_memory},
         {"memory", memory_json(s, m)},
     };
-    add_energy_keys(j, s.system, serve_energy_scope(s, r), true);
+    add_energy_keys(j, s.system, serve_energy_scope(s.parallel, r), true);
     return j;
 }
 
@@ -80,7 +73,7 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
     o += fmt::format("    weights {} . KV cache {} ({:.0f} tokens per request) . activations {} . framework {}\n",
                      gib(m.weights_bytes), gib(m.kv_cache_bytes), r.kv_tokens_per_request, gib(m.activations_bytes),
                      gib(m.overhead_bytes));
-    o += energy_text(s.system, serve_energy_scope(s, r), true);
+    o += energy_text(s.system, serve_energy_scope(s.parallel, r), true);
     return o;
 }
 

@@ -108,25 +108,30 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
     return r;
 }
 
-double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain) {
+namespace {
+
+// One prompt's KV cache on each GPU of layout `p`.
+double prompt_kv_bytes_per_gpu(const InferContext& c, const ParallelConfig& p) {
     InferenceSpec one = c.inference;
     one.batch = 1;
-    const double prompt = static_cast<double>(c.inference.input_len);
-    const double shard = std::max(kv_cache_bytes_per_gpu(c.model, prefill, one, prompt), kv_cache_bytes_per_gpu(c.model, decode, one, prompt));
+    return kv_cache_bytes_per_gpu(c.model, p, one, static_cast<double>(c.inference.input_len));
+}
+
+}  // namespace
+
+double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain) {
+    const double shard = std::max(prompt_kv_bytes_per_gpu(c, prefill), prompt_kv_bytes_per_gpu(c, decode));
     const LinkLevel& link = within_domain ? c.system.scale_up : c.system.scale_out;
     return link.latency_s + shard / link.effective_bw();
 }
 
-double kv_transfer_j(const InferContext& c, const ParallelConfig& decode, bool within_domain) {
-    if (!c.system.energy.known()) return 0;
-    InferenceSpec one = c.inference;
-    one.batch = 1;
-    const double bytes = kv_cache_bytes_per_gpu(c.model, decode, one, static_cast<double>(c.inference.input_len)) *
-                         static_cast<double>(decode.tp * decode.pp);
+Energy kv_transfer_energy(const InferContext& c, const ParallelConfig& decode, bool within_domain) {
+    if (!c.system.energy.known()) return {};
+    const double bytes = prompt_kv_bytes_per_gpu(c, decode) * static_cast<double>(decode.tp * decode.pp);
     Work w;
     w.hbm_bytes = 2.0 * bytes;
     (within_domain ? w.scale_up_bytes : w.scale_out_bytes) = bytes;
-    return energy_of(c.system, w, 0.0, 0.0).total_j();
+    return energy_of(c.system, w, 0.0, 0.0);
 }
 
 std::vector<int64_t> instance_sizes(int64_t gpus) {
@@ -178,11 +183,13 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
 struct Pairing {
     size_t prefill = 0, decode = 0;
     int64_t x = 0, y = 0, gpus = 0;
-    double transfer_s = 0, requests_per_s = 0, ttft_s = 0, per_gpu = 0, energy_j = 0;
+    double transfer_s = 0, requests_per_s = 0, ttft_s = 0, per_gpu = 0;
+    Energy energy;  // per request
 };
 
 bool pairing_better(const Pairing& a, const Pairing& b, ServeObjective objective) {
-    if (objective == ServeObjective::tokens_per_joule && a.energy_j != b.energy_j) return a.energy_j < b.energy_j;
+    if (objective == ServeObjective::tokens_per_joule && a.energy.total_j() != b.energy.total_j())
+        return a.energy.total_j() < b.energy.total_j();
     if (a.per_gpu != b.per_gpu) return a.per_gpu > b.per_gpu;
     if (a.ttft_s != b.ttft_s) return a.ttft_s < b.ttft_s;
     if (a.gpus != b.gpus) return a.gpus < b.gpus;
@@ -191,12 +198,15 @@ bool pairing_better(const Pairing& a, const Pairing& b, ServeObjective objective
     return a.x < b.x;
 }
 
-// Energy per request of n instances at point `pt` serving `rate` requests/s (at most n x the
-// point's rate): the point's own energy per request, and the idle power of the share of the time
-// the instances wait.
-double pool_energy_j(const SystemSpec& sys, const ServingPoint& pt, int64_t n, double rate) {
+// One request's share of a pool point's steady-state energy (a replica's step over the requests
+// it finishes in it).
+Energy per_request(const ServeHit& h) { return h.point.energy.scaled(1.0 / replica_requests_per_step(h.point, h.layout.dp)); }
+
+// The idle energy per request of n instances of point `pt` serving `rate` requests/s (at most n x
+// its rate): their GPUs wait the rest of the time.
+Energy waiting(const SystemSpec& sys, const ServingPoint& pt, int64_t n, double rate) {
     const double busy = rate / (static_cast<double>(n) * pt.requests_per_s);
-    return pt.energy_per_request_j + energy_of(sys, Work{}, std::max(0.0, 1.0 - busy), static_cast<double>(n * pt.gpus)).total_j() / rate;
+    return energy_of(sys, Work{}, std::max(0.0, 1.0 - busy) / rate, static_cast<double>(n * pt.gpus));
 }
 
 }  // namespace
@@ -217,13 +227,23 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
     r.prefill_points = static_cast<int64_t>(prefill.size());
     r.decode_points = static_cast<int64_t>(decode.size());
     const double out_len = static_cast<double>(c.inference.output_len);
+    // Per request, once per point rather than per pairing: each pool point's own energy, and the
+    // decode point's with the prompt's KV move into its layout.
+    const bool energy = c.system.energy.known();
+    std::vector<Energy> prefill_j(prefill.size()), decode_j(decode.size());
+    if (energy) {
+        for (size_t i = 0; i < prefill.size(); ++i) prefill_j[i] = per_request(prefill[i]);
+        for (size_t j = 0; j < decode.size(); ++j) {
+            decode_j[j] = per_request(decode[j]);
+            decode_j[j] += kv_transfer_energy(c, decode[j].layout, within);
+        }
+    }
     std::vector<Pairing> all;
     for (size_t i = 0; i < prefill.size(); ++i)
         for (size_t j = 0; j < decode.size(); ++j) {
             const ServingPoint& pf = prefill[i].point;
             const ServingPoint& dc = decode[j].point;
             const double transfer = kv_transfer_s(c, prefill[i].layout, decode[j].layout, within);
-            const double transfer_j = kv_transfer_j(c, decode[j].layout, within);
             if (targets.ttft_s > 0 && pf.ttft_s + transfer > targets.ttft_s) continue;
             // The best instance counts of this pair: x prefill instances with enough decode
             // instances to keep up with them, or as many as the budget leaves.
@@ -239,9 +259,12 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
                     Pairing q{i, j, x, y, x * pf.gpus + y * dc.gpus, transfer,
                               std::min(rate_p, static_cast<double>(y) * dc.requests_per_s), pf.ttft_s + transfer, 0};
                     q.per_gpu = q.requests_per_s * out_len / static_cast<double>(q.gpus);
-                    if (c.system.energy.known())
-                        q.energy_j = pool_energy_j(c.system, pf, x, q.requests_per_s) +
-                                     pool_energy_j(c.system, dc, y, q.requests_per_s) + transfer_j;
+                    if (energy) {
+                        q.energy = prefill_j[i];
+                        q.energy += decode_j[j];
+                        q.energy += waiting(c.system, pf, x, q.requests_per_s);
+                        q.energy += waiting(c.system, dc, y, q.requests_per_s);
+                    }
                     if (!best || pairing_better(q, *best, targets.objective)) best = q;
                 }
             }
@@ -263,7 +286,7 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
         const Pairing& q = *k;
         const ServeHit& dc = decode[q.decode];
         r.best.push_back({prefill[q.prefill], dc, q.x, q.y, q.gpus, q.transfer_s, q.requests_per_s, q.ttft_s, dc.point.tpot_s,
-                          q.per_gpu, dc.point.output_tokens_per_s_per_user, q.energy_j});
+                          q.per_gpu, dc.point.output_tokens_per_s_per_user, q.energy});
     }
     return r;
 }

@@ -62,9 +62,9 @@ struct DisaggHit {
     double tpot_s = 0;             // the decode pool's
     double output_tokens_per_s_per_gpu = 0;
     double output_tokens_per_s_per_user = 0;
-    // Both pools' energy per request at their steady states, the idle power of the pool that waits
-    // on the other, and the KV cache's move (0: the system has no energy figures).
-    double energy_per_request_j = 0;
+    // Per request: both pools' energy at their steady states, the idle power of the pool that
+    // waits on the other, and the KV cache's move (zero: the system has no energy figures).
+    Energy energy;
 };
 
 struct DisaggResult {
@@ -77,7 +77,7 @@ struct DisaggResult {
 double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain);
 // Energy of one prompt's KV cache moved to a `decode` replica: read from HBM at the sender,
 // written at the receiver, over the scale-up fabric (`within_domain`) or the scale-out network.
-double kv_transfer_j(const InferContext& c, const ParallelConfig& decode, bool within_domain);
+Energy kv_transfer_energy(const InferContext& c, const ParallelConfig& decode, bool within_domain);
 // Instance sizes up to gpus - 1 (the other pool needs one): powers of two and divisors of gpus.
 std::vector<int64_t> instance_sizes(int64_t gpus);
 DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k);
