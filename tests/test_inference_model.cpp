@@ -374,5 +374,32 @@ TEST(InferenceModel, TensorParallelCollectivesAcrossDomainsCountAsScaleOut) {
     EXPECT_EQ(r.prefill.scale_up_bytes, 0.0);
 }
 
+// Within one scale-up domain the same hops ride the scale-up fabric, pp - 1 of them, and nothing
+// crosses the network.
+TEST(InferenceModel, PipelineHopsWithinADomainArePpMinusOneScaleUpMessages) {
+    const ModelSpec m = tiny_llama(4);
+    const SystemSpec sys = round_inference_system();
+    const InferenceSpec s = testing::fp16_workload(2, 100, 10);
+    const double hop = collective_cost(Collective::p2p, 2.0 * 100 * 64 * 2, GroupSpan{2, 2, 1}, sys).scale_up_bytes;
+    ASSERT_GT(hop, 0);
+    for (const int64_t pp : {2, 4}) {
+        ParallelConfig p;
+        p.pp = pp;
+        const InferResult r = evaluate_inference({m, sys, s}, p);
+        EXPECT_DOUBLE_EQ(r.prefill.scale_up_bytes, static_cast<double>(pp - 1) * hop) << "pp " << pp;
+        EXPECT_EQ(r.prefill.scale_out_bytes, 0.0);
+    }
+}
+
+// One output token is the prefill's: no decode step runs, so none is costed.
+TEST(InferenceModel, OneOutputTokenHasNoDecodeStep) {
+    const InferResult r = evaluate_inference({tiny_llama(2), round_inference_system(), testing::fp16_workload(2, 100, 1)}, ParallelConfig{});
+    EXPECT_EQ(r.decode_steps, 0);
+    EXPECT_EQ(r.decode_first.total_s(), 0.0);
+    EXPECT_EQ(r.decode_last.total_s(), 0.0);
+    EXPECT_EQ(r.decode.total_s(), 0.0);
+    EXPECT_DOUBLE_EQ(r.e2e_latency_s, r.ttft_s);
+}
+
 }  // namespace
 }  // namespace sm
