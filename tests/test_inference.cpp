@@ -65,6 +65,21 @@ TEST(Inference, DecodeFlopAndBytesPerTokenByHand) {
     EXPECT_DOUBLE_EQ(step.hbm_bytes, L * layer + embedding + head);
 }
 
+TEST(Inference, HeadsWiderThanHiddenOverHeadsByHand) {
+    // model.head_dim 32 on the 64-wide toy (4 heads of 32, not 16, as Qwen3's 128-wide heads on
+    // a 2,048-wide model): Q is 4 x 32 = 128 wide, O reads 128, every K/V head caches 32 values.
+    ModelSpec m = tiny();
+    m.attention_head_dim = 32;
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = workload(3, 10, 5);
+    EXPECT_DOUBLE_EQ(inference_memory({m, sys, s}, ParallelConfig{}, s.batch).kv_cache_bytes,
+                     2.0 * 2.0 * 3.0 * 15.0 * 2.0 * 32.0 * 2.0);
+    const double h = 64, d = 32, heads = 4, kv = 2, f = 128, V = 100, L = 2, c = 12;
+    const double weights = h * (heads + 2 * kv) * d + heads * d * h + h * 2 * f + f * h;
+    const InferenceSpec one = workload(1, 10, 5);
+    EXPECT_DOUBLE_EQ(decode_step_cost({m, sys, one}, ParallelConfig{}, c).flop, L * (2 * weights + 4 * heads * c * d) + 2 * h * V);
+}
+
 TEST(Inference, DecodeSumIsExactAcrossTheMemoryComputeKink) {
     // The toy model on a machine whose attention turns compute-bound as the cache grows, with
     // nothing else depending on the context. Per layer, batch 1, context c (fp16, 1e12 FLOP/s

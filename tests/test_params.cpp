@@ -46,6 +46,23 @@ TEST(Params, MixtralTotalAndActive) {
     EXPECT_NEAR(p.active() / 1e9, 12.9, 0.1);
 }
 
+TEST(Params, Qwen3HeadsWiderThanHiddenOverHeads) {
+    // Qwen3-30B-A3B: 32 heads of 128 on a 2,048-wide model. Per layer: Q 2,048 x 4,096, K and V
+    // 2 x 2,048 x 512, O 4,096 x 2,048 (18,874,368); 128 experts of 3 x 2,048 x 768
+    // (603,979,776); router 2,048 x 128; two RMSNorms. Untied embedding and head 2 x 151,936 x
+    // 2,048, final norm 2,048: 30,532,110,336, the model card's 30.5B (29.9B without embeddings).
+    // Heads of hidden / heads = 64 would leave Q and O half as wide (30.03B).
+    const ModelSpec m = preset("qwen3-30b-a3b");
+    const double layer = 18874368.0 + 603979776.0 + 262144.0 + 2.0 * 2048.0;
+    EXPECT_DOUBLE_EQ(count_params(m).total(), 48.0 * layer + 2.0 * 151936.0 * 2048.0 + 2048.0);
+    // Active: 8 of the 128 experts, 3.3B on the model card.
+    EXPECT_NEAR(count_params(m).active() / 1e9, 3.35, 0.01);
+    // Qwen3-235B-A22B: 235B total, 22B activated.
+    const ParamCount big = count_params(preset("qwen3-235b-a22b"));
+    EXPECT_NEAR(big.total() / 1e9, 235.1, 0.1);
+    EXPECT_NEAR(big.active() / 1e9, 22.2, 0.1);
+}
+
 TEST(Params, GatedFfnWithBiasesAndExpertsByHand) {
     // h = 64, MHA, ffn 256, LayerNorm, biases. Attention: QKV 64 x 192 + 192, output 64 x 64 + 64
     // = 16,640; two norms of 2h = 256; SwiGLU: three 64 x 256 matrices + gate and up biases
@@ -128,7 +145,7 @@ TEST(Params, EveryPresetParses) {
         auto s = parse_system(j.value(), name);
         EXPECT_TRUE(s.ok()) << name << ": " << (s.ok() ? "" : s.error().message());
     }
-    EXPECT_EQ(model_preset_names().size(), 22u);   // 15 required by SPEC + 7 model families of issue 8
+    EXPECT_EQ(model_preset_names().size(), 24u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE
     EXPECT_EQ(system_preset_names().size(), 10u);  // SPEC's 8, dgx-b300, gb300-nvl72
 }
 

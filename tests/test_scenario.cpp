@@ -519,6 +519,34 @@ TEST(Scenario, ModelFamilyFieldsValidated) {
               "parallel.tp");
 }
 
+TEST(Scenario, HeadDimDecouplesTheHeadsFromTheWidth) {
+    // model.head_dim lifts "heads divides hidden" (Qwen3-30B-A3B: 2,048 wide, 32 heads of 128)
+    // and is bounded; MLA sets its own head dimensions.
+    EXPECT_EQ(set_error("model.heads=48").path, "model.heads");  // 8,192 / 48 is not whole
+    auto s = load(kBase, {"model.heads=48", "model.kv_heads=8", "model.head_dim=128"});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s.value().model.head_dim(), 128);
+    EXPECT_EQ(s.value().model.kv_dim(), 8 * 128);
+    EXPECT_EQ(set_error("model.head_dim=0").path, "model.head_dim");
+    EXPECT_EQ(set_error("model.head_dim=100000").path, "model.head_dim");
+    const std::string v3 = R"({"model": {"preset": "deepseek-v3"}, "system": {"preset": "dgx-h100"}})";
+    EXPECT_EQ(error_of(v3, {"model.head_dim=128"}).path, "model.head_dim");
+    // Left out: hidden / heads.
+    auto plain = load(kBase);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(plain.value().model.head_dim(), 8192 / 64);
+}
+
+TEST(Scenario, KvReservationChoices) {
+    auto whole = load(kBase, {}, Purpose::infer);
+    ASSERT_TRUE(whole.ok()) << whole.error().message();
+    EXPECT_EQ(whole.value().inference.kv_reservation, KvReservation::full);  // TensorRT-LLM's default
+    auto grown = load(kBase, {"inference.kv_reservation=average"}, Purpose::infer);
+    ASSERT_TRUE(grown.ok());
+    EXPECT_EQ(grown.value().inference.kv_reservation, KvReservation::average);
+    EXPECT_EQ(set_error("inference.kv_reservation=half", Purpose::infer).path, "inference.kv_reservation");
+}
+
 TEST(Scenario, LoraFieldsValidated) {
     const InputError no_rank = set_error("training.method=lora");
     EXPECT_EQ(no_rank.path, "training.lora_rank");

@@ -79,15 +79,39 @@ TEST(Serving, HostCostPerRequestIsInTtftAndLifetime) {
 }
 
 TEST(Serving, KvCacheInWholeBlocksByHand) {
-    // A request holds I + O/2 = 105.5 tokens on average: 2 blocks of 64 = 128 tokens. Per GPU:
-    // layers 2 x (K, V) 2 x C 5 x 128 tokens x 2 KV heads x 16 x 2 bytes = 163,840 bytes.
+    // Reserved whole (the default): a request holds I + O = 111 tokens: 2 blocks of 64 = 128
+    // tokens. Per GPU: layers 2 x (K, V) 2 x C 5 x 128 tokens x 2 KV heads x 16 x 2 bytes =
+    // 163,840 bytes.
     const ModelSpec m = testing::tiny_llama(2);
     const SystemSpec sys = testing::round_inference_system();
     const InferMemory mem = serving_memory({m, sys, toy_serving_workload()}, ParallelConfig{}, 5);
     EXPECT_DOUBLE_EQ(mem.kv_cache_bytes, 2.0 * 2.0 * 5.0 * 128.0 * 2.0 * 16.0 * 2.0);
     InferenceSpec fine = toy_serving_workload();
-    fine.kv_block_tokens = 1;  // 106 tokens
+    fine.kv_block_tokens = 1;  // 111 tokens
+    EXPECT_DOUBLE_EQ(serving_memory({m, sys, fine}, ParallelConfig{}, 5).kv_cache_bytes, 2.0 * 2.0 * 5.0 * 111.0 * 2.0 * 16.0 * 2.0);
+    // Held as it grows: I + O/2 = 105.5 on average, 106 tokens in blocks of 1.
+    fine.kv_reservation = KvReservation::average;
     EXPECT_DOUBLE_EQ(serving_memory({m, sys, fine}, ParallelConfig{}, 5).kv_cache_bytes, 2.0 * 2.0 * 5.0 * 106.0 * 2.0 * 16.0 * 2.0);
+    EXPECT_DOUBLE_EQ(serve_at({m, sys, fine}, ParallelConfig{}, 5).kv_tokens_per_request, 106.0);
+}
+
+TEST(Serving, WholeReservationLetsFewerRequestsFit) {
+    // O = 1,000 beside I = 100 (blocks of 1): 1,100 tokens reserved against 600 held on average,
+    // so at most 600 / 1,100 of the requests fit in the same cache (the weights and the
+    // activations take the rest, the same either way).
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 4e7;
+    InferenceSpec w = toy_serving_workload();
+    w.output_len = 1000;
+    w.kv_block_tokens = 1;
+    w.framework_overhead_bytes = 0;
+    const int64_t whole = max_concurrency_that_fits({m, sys, w}, ParallelConfig{});
+    w.kv_reservation = KvReservation::average;
+    const int64_t grown = max_concurrency_that_fits({m, sys, w}, ParallelConfig{});
+    // Per request: 2 layers x 2 x tokens x 2 KV heads x 16 x 2 bytes = 256 B per token.
+    EXPECT_LE(whole, static_cast<int64_t>(4e7 / (1100.0 * 256.0)));
+    EXPECT_GT(grown, whole * 17 / 10);  // 1,100 / 600 = 1.83, less what the activations take
 }
 
 TEST(Serving, PipelineStagesSplitTheRequestsIntoMicroBatches) {

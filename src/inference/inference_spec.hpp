@@ -5,6 +5,12 @@
 
 namespace sm {
 
+// How much KV cache a serving engine holds for a request in flight.
+enum class KvReservation {
+    full,     // prompt + all output tokens, from admission (TensorRT-LLM GUARANTEED_NO_EVICT)
+    average,  // what its context holds so far: I + O/2 on average (vLLM; TRT-LLM MAX_UTILIZATION)
+};
+
 // An inference workload: `batch` requests of `input_len` prompt tokens generating `output_len`.
 struct InferenceSpec {
     int64_t batch = 1;
@@ -21,6 +27,10 @@ struct InferenceSpec {
     // Tokens per paged KV-cache block (TensorRT-LLM's tokens_per_block default, 64): a request
     // holds whole blocks.
     int64_t kv_block_tokens = 64;
+    // TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT, docs "Useful Runtime
+    // Options") admits a request only once the blocks for its whole I + O are reserved, so a
+    // started request is never paused.
+    KvReservation kv_reservation = KvReservation::full;
     // Speculative decoding with multi-token prediction (serving only): each step drafts
     // `speculative_tokens` tokens, one MTP block (one transformer layer and the head, as
     // DeepSeek-V3's) per draft token, and verifies them in one pass; each is accepted with

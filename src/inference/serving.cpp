@@ -62,10 +62,12 @@ LayerShape tokens_shape(const ParallelConfig& p, const InferenceSpec& s, double 
 }
 
 double kv_tokens_per_request(const InferenceSpec& s, ServeRole role) {
-    // A request's context grows from I to I + O over its life: I + O/2 on average, held in whole
-    // blocks; a prefill engine holds the prompt's I until the cache leaves.
+    // A request's context grows from I to I + O over its life: reserved whole from admission, or
+    // held as it grows (I + O/2 on average), in whole blocks; a prefill engine holds the prompt's
+    // I until the cache leaves.
     const double block = as_d(s.kv_block_tokens);
-    const double tokens = role == ServeRole::prefill ? as_d(s.input_len) : as_d(s.input_len) + as_d(s.output_len) / 2.0;
+    const double output = s.kv_reservation == KvReservation::full ? as_d(s.output_len) : as_d(s.output_len) / 2.0;
+    const double tokens = role == ServeRole::prefill ? as_d(s.input_len) : as_d(s.input_len) + output;
     return std::ceil(tokens / block) * block;
 }
 

@@ -195,11 +195,16 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     } else if (mla) {
         fail(path + ".mla", "an object", "only with model.attention_kind \"mla\"");
     }
+    if (r.has("head_dim")) {
+        if (m.attention_kind == AttentionKind::mla)
+            fail(r.path_of("head_dim"), show(j.at("head_dim")), "none with model.attention_kind \"mla\" (model.mla sets its head dimensions)");
+        m.attention_head_dim = r.integer("head_dim", std::nullopt, 1, int64_t{1} << 16);
+    }
     r.finish();
     if (m.attention_kind == AttentionKind::mla && m.kv_heads != m.heads)
         fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must equal model.heads ({}) with attention_kind mla (every head has its own K and V)", m.heads));
-    if (m.hidden % m.heads != 0)
-        fail(path + ".heads", std::to_string(m.heads), fmt::format("must divide model.hidden ({})", m.hidden));
+    if (m.attention_head_dim == 0 && m.hidden % m.heads != 0)
+        fail(path + ".heads", std::to_string(m.heads), fmt::format("must divide model.hidden ({}), or model.head_dim given", m.hidden));
     if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
         fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must divide model.heads ({})", m.heads));
     return m;
@@ -536,6 +541,7 @@ InferenceSpec read_inference(ObjectReader r) {
     s.framework_overhead_bytes = r.number("framework_overhead_bytes", s.framework_overhead_bytes, 0.0, 1e13);
     s.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", s.prefill_chunk_tokens, 1, int64_t{1} << 24);
     s.kv_block_tokens = r.integer("kv_block_tokens", s.kv_block_tokens, 1, int64_t{1} << 16);
+    s.kv_reservation = r.choice("kv_reservation", "full", {"full", "average"}) == "average" ? KvReservation::average : KvReservation::full;
     s.speculative_tokens = r.integer("speculative_tokens", s.speculative_tokens, 0, 64);
     s.acceptance_rate = r.number("acceptance_rate", s.acceptance_rate, 0.0, 1.0);
     r.finish();

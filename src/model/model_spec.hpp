@@ -115,8 +115,11 @@ struct ModelSpec {
     AttentionImpl attention = AttentionImpl::fused;
     AttentionKind attention_kind = AttentionKind::mha;
     MlaSpec mla;  // used when attention_kind is mla (kv_heads then equals heads)
+    // model.head_dim, where a model decouples it from hidden / heads (Qwen3: 2,048 wide, 32 heads
+    // of 128; Gemma); 0: hidden / heads.
+    int64_t attention_head_dim = 0;
 
-    [[nodiscard]] int64_t head_dim() const { return hidden / heads; }
+    [[nodiscard]] int64_t head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
     [[nodiscard]] int64_t kv_dim() const { return kv_heads * head_dim(); }
 };
 
