@@ -235,6 +235,20 @@ TEST(Disaggregated, ATargetEqualToTheBestTpotKeepsIt) {
     EXPECT_EQ(ttft_capped.best.front().ttft_s, best.ttft_s);
 }
 
+TEST(Disaggregated, APrefillPointExactlyAtTheTtftTargetMeetsIt) {
+    // On 2 GPUs each pool is one GPU (tp 1, pp 1): the prefill pool's fastest first token is at
+    // concurrency 1 (more requests only lengthen the step). With the target set to exactly that
+    // TTFT the point meets it ("within" includes the target); a hair below, no prefill point does.
+    const ModelSpec m = testing::tiny_llama(4);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 2e6;
+    const InferContext c{m, sys, testing::search_serving_workload()};
+    const double fastest = serve_at(c, ParallelConfig{}, 1, ServeRole::prefill).ttft_s;
+    ASSERT_LT(fastest, serve_at(c, ParallelConfig{}, 2, ServeRole::prefill).ttft_s);
+    EXPECT_GE(disaggregated_search(c, 2, ServeTargets{fastest, 0}, 1).prefill_points, 1);
+    EXPECT_EQ(disaggregated_search(c, 2, ServeTargets{fastest * (1.0 - 1e-12), 0}, 1).prefill_points, 0);
+}
+
 TEST(Disaggregated, OneRowPerPoolPairing) {
     // Rows are unique per (prefill layout, decode point, x, y): the same instances at another
     // prefill concurrency are one row (the best), but one prefill layout with two decode points,
