@@ -156,12 +156,13 @@ inline InferenceSpec search_serving_workload() {
 }
 
 // The serving tests' workload: prompts of 100 tokens, 11 output tokens, chunks of 64, KV blocks
-// of 64, no framework memory.
+// of 64, no framework memory, the cache pool all of the free memory (what fits: the peak in HBM).
 inline InferenceSpec toy_serving_workload() {
     InferenceSpec s = fp16_workload(1, 100, 11);
     s.prefill_chunk_tokens = 64;
     s.kv_block_tokens = 64;
     s.framework_overhead_bytes = 0;
+    s.kv_cache_memory_fraction = 1.0;
     return s;
 }
 

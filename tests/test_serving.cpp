@@ -114,6 +114,35 @@ TEST(Serving, WholeReservationLetsFewerRequestsFit) {
     EXPECT_GT(grown, whole * 17 / 10);  // 1,100 / 600 = 1.83, less what the activations take
 }
 
+TEST(Serving, CachePoolIsAShareOfTheFreeMemory) {
+    // Pool share 0.5 on 4 MB with no framework allowance (blocks of 64: 128 tokens per request,
+    // 32,768 B each, as KvCacheInWholeBlocksByHand): C requests fit while 32,768 C <= 0.5 x
+    // (4e6 - weights - activations). The toy's weights: 2 layers x (64 x 128 + 64 x 64 + 64 x 256
+    // + 128 x 64 + 2 x 64) + 100 x 64 + 64 + 100 x 64 (untied head), 16-bit.
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.accel.memory_bytes = 4e6;
+    InferenceSpec w = toy_serving_workload();
+    w.kv_cache_memory_fraction = 0.5;
+    const InferContext c{m, sys, w};
+    const int64_t n = max_concurrency_that_fits(c, ParallelConfig{});
+    const double weights = 2.0 * (2.0 * (64 * 128 + 64 * 64 + 64 * 256 + 128 * 64 + 2 * 64) + 100 * 64 + 64 + 100 * 64);
+    EXPECT_DOUBLE_EQ(serving_memory(c, ParallelConfig{}, n).weights_bytes, weights);
+    // The activations of a step are a few hundred kB at most here: n lies between the pool
+    // without them and the pool less 400 kB.
+    EXPECT_LE(n, static_cast<int64_t>(0.5 * (4e6 - weights) / 32768.0));
+    EXPECT_GE(n, static_cast<int64_t>(0.5 * (4e6 - weights - 4e5) / 32768.0));
+    const InferMemory at = serving_memory(c, ParallelConfig{}, n), over = serving_memory(c, ParallelConfig{}, n + 1);
+    EXPECT_LE(at.kv_cache_bytes, 0.5 * (4e6 - (at.peak_bytes_per_gpu - at.kv_cache_bytes)));
+    EXPECT_GT(over.kv_cache_bytes, 0.5 * (4e6 - (over.peak_bytes_per_gpu - over.kv_cache_bytes)));
+    // Half the pool's share holds about half the requests (the whole share: the peak within HBM).
+    w.kv_cache_memory_fraction = 1.0;
+    const int64_t whole = max_concurrency_that_fits({m, sys, w}, ParallelConfig{});
+    EXPECT_GE(whole, 2 * n - 1);
+    EXPECT_LE(serving_memory({m, sys, w}, ParallelConfig{}, whole).peak_bytes_per_gpu, 4e6);
+    EXPECT_GT(serving_memory({m, sys, w}, ParallelConfig{}, whole + 1).peak_bytes_per_gpu, 4e6);
+}
+
 TEST(Serving, PipelineStagesSplitTheRequestsIntoMicroBatches) {
     // pp 2: the 4 requests move as 2 micro-batches of 2; one micro-batch's step does half the
     // FLOP of the whole set's step at pp 1 (every term is linear in the tokens), and a user's
@@ -212,9 +241,10 @@ TEST(Serving, MaxThroughputMatchesEveryConcurrencyTried) {
 
 TEST(ServingProperty, NeverAdmitsMoreThanHbm) {
     // Over models, systems, layouts and workloads: at the largest concurrency admitted, the
-    // weights (sharded parameter count x bytes), a cache of at least I + O/2 tokens per request
-    // (K and V, every layer of the stage, KV heads per rank x head_dim x bytes) and the framework
-    // allowance fit in HBM; one request more does not fit.
+    // weights (sharded parameter count x bytes), a cache of at least I + O tokens per request
+    // (reserved whole, the default; K and V, every layer of the stage, KV heads per rank x
+    // head_dim x bytes) and the framework allowance fit in HBM, the cache within 90% of what the
+    // weights and the allowance leave (the pool's default share); one request more does not fit.
     struct Case {
         const char* model;
         const char* system;
@@ -242,11 +272,11 @@ TEST(ServingProperty, NeverAdmitsMoreThanHbm) {
             const double layers = static_cast<double>(m.layers) / static_cast<double>(k.pp);
             const double kv_heads = std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(k.tp));
             const double per_token = layers * 2.0 * kv_heads * static_cast<double>(m.hidden / m.heads) * bytes_per_element(prec);
-            const double floor_bytes = weight_params_per_gpu(m, p) * bytes_per_element(prec) +
-                                       static_cast<double>(n) * (static_cast<double>(k.in) + static_cast<double>(k.out) / 2.0) * per_token +
-                                       s.framework_overhead_bytes;
-            EXPECT_LE(floor_bytes, sys.accel.memory_bytes);
-            EXPECT_GT(serving_memory(c, p, n + 1).peak_bytes_per_gpu, sys.accel.memory_bytes);
+            const double cache = static_cast<double>(n) * static_cast<double>(k.in + k.out) * per_token;
+            const double rest = weight_params_per_gpu(m, p) * bytes_per_element(prec) + s.framework_overhead_bytes;
+            EXPECT_LE(rest + cache, sys.accel.memory_bytes);
+            EXPECT_LE(cache, 0.9 * (sys.accel.memory_bytes - rest));
+            EXPECT_FALSE(serve_at(c, p, n + 1).fits_in_memory);
             const auto best = max_throughput(c, p);
             ASSERT_TRUE(best.has_value());
             EXPECT_TRUE(best->fits_in_memory);

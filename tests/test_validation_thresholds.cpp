@@ -24,7 +24,8 @@
 //   rows 13.8% mean (worst 128.6%, Mixtral 8x7B at 1,024 x 128/128); all 459 rows 15.4%.
 //   2026-11-25 (session 9): Qwen3's 128-wide heads (model.head_dim) and TensorRT-LLM's whole-cache
 //   reservation (inference.kv_reservation full): max-throughput rows 19.9% mean (worst 121.7%,
-//   Qwen3-30B-A3B on GB200 at 1,024/1,024); all 459 rows 10.8%.
+//   Qwen3-30B-A3B on GB200 at 1,024/1,024); all 459 rows 10.8%. The cache pool at 90% of the free
+//   memory (inference.kv_cache_memory_fraction): 18.9% (worst 117.7%); all 459 rows 10.7%.
 // Thresholds: mean + 1 point, worst + 2 points. A change that improves a set may tighten its
 // line; one that worsens it must say why in docs/CALIBRATION.md and move the line knowingly.
 #include <gtest/gtest.h>
@@ -54,7 +55,7 @@ constexpr Gate kGates[] = {
     // Measured 8.7% mean; 69.5% worst (DeepSeek-V3 on GB200, explained); 19.4% the worst otherwise.
     {"dgxc", kNvidia2025Rows, 0.090, 0.700, 0.215},
     {"trtllm output_tokens_per_s_per_gpu", 88, 0.148, 1.306},
-    {"trtllm output_tokens_per_s_per_gpu_max", 45, 0.209, 1.237},
+    {"trtllm output_tokens_per_s_per_gpu_max", 45, 0.199, 1.197},
     {"trtllm ttft_s", 44, 0.133, 0.610},
 };
 
@@ -117,7 +118,7 @@ TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {
 
 TEST(ValidationThresholds, AllRowsTogether) {
     const ValidationSummary s = summarize(report().cases);
-    EXPECT_LE(s.mean_abs_error, 0.118);
+    EXPECT_LE(s.mean_abs_error, 0.117);
     EXPECT_LE(s.max_abs_error, 1.306) << s.worst_id;
 }
 

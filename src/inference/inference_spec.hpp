@@ -31,6 +31,10 @@ struct InferenceSpec {
     // Options") admits a request only once the blocks for its whole I + O are reserved, so a
     // started request is never paused.
     KvReservation kv_reservation = KvReservation::full;
+    // The serving engine's KV-cache pool is this share of the memory the weights, activations and
+    // runtime leave free, sized once at start-up (TensorRT-LLM's KvCacheConfig
+    // free_gpu_memory_fraction, 0.9 by default); the rest stays unused.
+    double kv_cache_memory_fraction = 0.9;
     // Speculative decoding with multi-token prediction (serving only): each step drafts
     // `speculative_tokens` tokens, one MTP block (one transformer layer and the head, as
     // DeepSeek-V3's) per draft token, and verifies them in one pass; each is accepted with

@@ -71,6 +71,13 @@ double kv_tokens_per_request(const InferenceSpec& s, ServeRole role) {
     return std::ceil(tokens / block) * block;
 }
 
+// Whether the caches fit in the engine's pool: kv_cache_memory_fraction of what the rest leaves
+// (at 1, the whole of it: the peak within HBM).
+bool cache_fits(const InferContext& c, const InferMemory& m) {
+    const double rest = m.peak_bytes_per_gpu - m.kv_cache_bytes;
+    return m.kv_cache_bytes <= c.inference.kv_cache_memory_fraction * (c.system.accel.memory_bytes - rest);
+}
+
 }  // namespace
 
 InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
@@ -150,7 +157,7 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / as_d(r.gpus);
     r.output_tokens_per_s_per_user = role == ServeRole::prefill ? 0.0 : 1.0 / r.tpot_s;
     r.memory = serving_memory(c, p, concurrency, role);
-    r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes;
+    r.fits_in_memory = cache_fits(c, r.memory);
     // In a step each stage runs each micro-batch once; the tp GPUs of a stage do alike.
     if (c.system.energy.known()) {
         r.energy = energy_of(c.system, Work{}.add(r.step.work(), as_d(p.tp) * mb), r.step_s, as_d(p.tp * p.pp));
@@ -178,7 +185,7 @@ int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit)
 
 int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p, ServeRole role) {
     // Memory grows with C (more caches, never fewer tokens per step): bisect.
-    auto fits = [&](int64_t n) { return serving_memory(c, p, n, role).peak_bytes_per_gpu <= c.system.accel.memory_bytes; };
+    auto fits = [&](int64_t n) { return cache_fits(c, serving_memory(c, p, n, role)); };
     return largest_on_prefix(fits, int64_t{1} << 24);
 }
 

@@ -542,6 +542,7 @@ InferenceSpec read_inference(ObjectReader r) {
     s.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", s.prefill_chunk_tokens, 1, int64_t{1} << 24);
     s.kv_block_tokens = r.integer("kv_block_tokens", s.kv_block_tokens, 1, int64_t{1} << 16);
     s.kv_reservation = r.choice("kv_reservation", "full", {"full", "average"}) == "average" ? KvReservation::average : KvReservation::full;
+    s.kv_cache_memory_fraction = r.number("kv_cache_memory_fraction", s.kv_cache_memory_fraction, 0.01, 1.0);
     s.speculative_tokens = r.integer("speculative_tokens", s.speculative_tokens, 0, 64);
     s.acceptance_rate = r.number("acceptance_rate", s.acceptance_rate, 0.0, 1.0);
     r.finish();

@@ -28,6 +28,7 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"prefill_chunk_tokens", i.prefill_chunk_tokens},
         {"kv_block_tokens", i.kv_block_tokens},
         {"kv_reservation", i.kv_reservation == KvReservation::full ? "full" : "average"},
+        {"kv_cache_memory_fraction", i.kv_cache_memory_fraction},
         {"precision", precision_json(i)},
         {"gpus", r.gpus},
         {"ttft_s", r.ttft_s},
