@@ -545,6 +545,13 @@ TEST(Scenario, KvReservationChoices) {
     ASSERT_TRUE(grown.ok());
     EXPECT_EQ(grown.value().inference.kv_reservation, KvReservation::average);
     EXPECT_EQ(set_error("inference.kv_reservation=half", Purpose::infer).path, "inference.kv_reservation");
+    // The cache pool's share of the free memory: TensorRT-LLM's 0.9 unless given, within (0, 1].
+    EXPECT_DOUBLE_EQ(whole.value().inference.kv_cache_memory_fraction, 0.9);
+    auto all = load(kBase, {"inference.kv_cache_memory_fraction=1"}, Purpose::infer);
+    ASSERT_TRUE(all.ok());
+    EXPECT_DOUBLE_EQ(all.value().inference.kv_cache_memory_fraction, 1.0);
+    EXPECT_EQ(set_error("inference.kv_cache_memory_fraction=0", Purpose::infer).path, "inference.kv_cache_memory_fraction");
+    EXPECT_EQ(set_error("inference.kv_cache_memory_fraction=1.5", Purpose::infer).path, "inference.kv_cache_memory_fraction");
 }
 
 TEST(Scenario, LoraFieldsValidated) {
