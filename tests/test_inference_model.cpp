@@ -340,21 +340,27 @@ SystemSpec one_gpu_per_domain() {
     return sys;
 }
 
-// Pipeline stages hand one activation across each of the pp - 1 stage boundaries per pass; with
-// every GPU in its own scale-up domain the hops cross the scale-out network. 2 sequences x 100
-// prompt tokens x h 64 x 2 bytes = 25,600 bytes per hop, 1 hop at pp 2, 3 at pp 4.
-TEST(InferenceModel, PipelineHopsCrossTheNetworkPpMinusOneTimes) {
+// Pipeline stages hand one activation across each of the pp - 1 stage boundaries per pass: 2
+// sequences x 100 prompt tokens x h 64 x 2 bytes = 25,600 bytes per hop, 1 hop at pp 2, 3 at pp 4.
+// With every GPU in its own scale-up domain the hops cross the scale-out network; within one
+// domain they ride the scale-up fabric; never both.
+TEST(InferenceModel, PipelineHopsArePpMinusOneMessagesOnTheirLink) {
     const ModelSpec m = tiny_llama(4);
-    const SystemSpec sys = one_gpu_per_domain();
     const InferenceSpec s = testing::fp16_workload(2, 100, 10);
-    const GroupSpan apart{2, 1, 2};
-    const double hop = collective_cost(Collective::p2p, 2.0 * 100 * 64 * 2, apart, sys).scale_out_bytes;
-    ASSERT_GT(hop, 0);
-    for (const int64_t pp : {2, 4}) {
-        ParallelConfig p;
-        p.pp = pp;
-        const InferResult r = evaluate_inference({m, sys, s}, p);
-        EXPECT_DOUBLE_EQ(r.prefill.scale_out_bytes, static_cast<double>(pp - 1) * hop) << "pp " << pp;
+    for (const bool apart : {true, false}) {
+        const SystemSpec sys = apart ? one_gpu_per_domain() : round_inference_system();
+        const CollectiveCost k = collective_cost(Collective::p2p, 2.0 * 100 * 64 * 2, apart ? GroupSpan{2, 1, 2} : GroupSpan{2, 2, 1}, sys);
+        const double hop = apart ? k.scale_out_bytes : k.scale_up_bytes;
+        ASSERT_GT(hop, 0);
+        for (const int64_t pp : {2, 4}) {
+            ParallelConfig p;
+            p.pp = pp;
+            const InferResult r = evaluate_inference({m, sys, s}, p);
+            const double on = apart ? r.prefill.scale_out_bytes : r.prefill.scale_up_bytes;
+            const double off = apart ? r.prefill.scale_up_bytes : r.prefill.scale_out_bytes;
+            EXPECT_DOUBLE_EQ(on, static_cast<double>(pp - 1) * hop) << "pp " << pp << (apart ? " apart" : " within");
+            EXPECT_EQ(off, 0.0) << "pp " << pp << (apart ? " apart" : " within");
+        }
     }
 }
 
@@ -372,23 +378,6 @@ TEST(InferenceModel, TensorParallelCollectivesAcrossDomainsCountAsScaleOut) {
     const InferResult r = evaluate_inference({m, sys, s}, p);
     EXPECT_GE(r.prefill.scale_out_bytes, 4 * 2 * ar);
     EXPECT_EQ(r.prefill.scale_up_bytes, 0.0);
-}
-
-// Within one scale-up domain the same hops ride the scale-up fabric, pp - 1 of them, and nothing
-// crosses the network.
-TEST(InferenceModel, PipelineHopsWithinADomainArePpMinusOneScaleUpMessages) {
-    const ModelSpec m = tiny_llama(4);
-    const SystemSpec sys = round_inference_system();
-    const InferenceSpec s = testing::fp16_workload(2, 100, 10);
-    const double hop = collective_cost(Collective::p2p, 2.0 * 100 * 64 * 2, GroupSpan{2, 2, 1}, sys).scale_up_bytes;
-    ASSERT_GT(hop, 0);
-    for (const int64_t pp : {2, 4}) {
-        ParallelConfig p;
-        p.pp = pp;
-        const InferResult r = evaluate_inference({m, sys, s}, p);
-        EXPECT_DOUBLE_EQ(r.prefill.scale_up_bytes, static_cast<double>(pp - 1) * hop) << "pp " << pp;
-        EXPECT_EQ(r.prefill.scale_out_bytes, 0.0);
-    }
 }
 
 // One output token is the prefill's: no decode step runs, so none is costed.

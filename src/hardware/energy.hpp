@@ -55,6 +55,7 @@ struct Energy {
         idle_j += o.idle_j;
         return *this;
     }
+    friend Energy operator+(Energy a, const Energy& b) { return a += b; }
 };
 
 // The default active_w: this share of dynamic_budget_w, the tensors the rest (docs/CALIBRATION.md,

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 #include "core/precision.hpp"
 
@@ -10,6 +11,7 @@ enum class KvReservation {
     full,     // prompt + all output tokens, from admission (TensorRT-LLM GUARANTEED_NO_EVICT)
     average,  // what its context holds so far: I + O/2 on average (vLLM; TRT-LLM MAX_UTILIZATION)
 };
+constexpr std::string_view to_string(KvReservation k) { return k == KvReservation::full ? "full" : "average"; }
 
 // An inference workload: `batch` requests of `input_len` prompt tokens generating `output_len`.
 struct InferenceSpec {

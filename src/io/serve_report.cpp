@@ -27,7 +27,7 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"output_len", i.output_len},
         {"prefill_chunk_tokens", i.prefill_chunk_tokens},
         {"kv_block_tokens", i.kv_block_tokens},
-        {"kv_reservation", i.kv_reservation == KvReservation::full ? "full" : "average"},
+        {"kv_reservation", to_string(i.kv_reservation)},
         {"kv_cache_memory_fraction", i.kv_cache_memory_fraction},
         {"precision", precision_json(i)},
         {"gpus", r.gpus},

@@ -120,6 +120,7 @@ struct ModelSpec {
     int64_t attention_head_dim = 0;
 
     [[nodiscard]] int64_t head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
+    [[nodiscard]] int64_t q_dim() const { return heads * head_dim(); }  // hidden unless model.head_dim differs
     [[nodiscard]] int64_t kv_dim() const { return kv_heads * head_dim(); }
 };
 

@@ -104,7 +104,7 @@ Matrices attention_matrices(const ModelSpec& m) {
     const double heads = static_cast<double>(m.heads);
     Matrices v;
     if (m.attention_kind == AttentionKind::mha) {
-        const double q_out = heads * static_cast<double>(m.head_dim());  // h unless model.head_dim says otherwise
+        const double q_out = static_cast<double>(m.q_dim());
         v.add({h, q_out + 2.0 * static_cast<double>(m.kv_dim()), LoraTarget::linear_qkv});
         v.add({q_out, h, LoraTarget::linear_proj});
         return v;

@@ -233,10 +233,7 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
     std::vector<Energy> prefill_j(prefill.size()), decode_j(decode.size());
     if (energy) {
         for (size_t i = 0; i < prefill.size(); ++i) prefill_j[i] = per_request(prefill[i]);
-        for (size_t j = 0; j < decode.size(); ++j) {
-            decode_j[j] = per_request(decode[j]);
-            decode_j[j] += kv_transfer_energy(c, decode[j].layout, within);
-        }
+        for (size_t j = 0; j < decode.size(); ++j) decode_j[j] = per_request(decode[j]) + kv_transfer_energy(c, decode[j].layout, within);
     }
     std::vector<Pairing> all;
     for (size_t i = 0; i < prefill.size(); ++i)
@@ -245,6 +242,7 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
             const ServingPoint& dc = decode[j].point;
             const double transfer = kv_transfer_s(c, prefill[i].layout, decode[j].layout, within);
             if (targets.ttft_s > 0 && pf.ttft_s + transfer > targets.ttft_s) continue;
+            const Energy own = prefill_j[i] + decode_j[j];  // the pools' own, per request (zero without figures)
             // The best instance counts of this pair: x prefill instances with enough decode
             // instances to keep up with them, or as many as the budget leaves.
             std::optional<Pairing> best;
@@ -256,15 +254,10 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
                 const int64_t most = (gpus - x * pf.gpus) / dc.gpus;
                 for (const double side : {std::floor(even), std::ceil(even)}) {
                     const int64_t y = std::clamp<int64_t>(static_cast<int64_t>(side), 1, most);
-                    Pairing q{i, j, x, y, x * pf.gpus + y * dc.gpus, transfer,
-                              std::min(rate_p, static_cast<double>(y) * dc.requests_per_s), pf.ttft_s + transfer, 0};
-                    q.per_gpu = q.requests_per_s * out_len / static_cast<double>(q.gpus);
-                    if (energy) {
-                        q.energy = prefill_j[i];
-                        q.energy += decode_j[j];
-                        q.energy += waiting(c.system, pf, x, q.requests_per_s);
-                        q.energy += waiting(c.system, dc, y, q.requests_per_s);
-                    }
+                    const double rate = std::min(rate_p, static_cast<double>(y) * dc.requests_per_s);
+                    const int64_t used = x * pf.gpus + y * dc.gpus;
+                    const Pairing q{i, j, x, y, used, transfer, rate, pf.ttft_s + transfer, rate * out_len / static_cast<double>(used),
+                                    energy ? own + waiting(c.system, pf, x, rate) + waiting(c.system, dc, y, rate) : Energy{}};
                     if (!best || pairing_better(q, *best, targets.objective)) best = q;
                 }
             }
