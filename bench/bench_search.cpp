@@ -26,15 +26,17 @@ void run(benchmark::State& state, int64_t gpus, bool tp_within_domain, bool prun
     o.tp_within_domain = tp_within_domain;
     o.prune_by_floor = prune_by_floor;
     o.top_k = prune_by_floor ? 1 : o.top_k;
-    int64_t evaluated = 0, pruned = 0;
+    int64_t evaluated = 0, pruned = 0, costings = 0;
     for (auto _ : state) {
         const sm::SearchResult r = sm::search_layouts(ctx, {}, o);
         evaluated += r.stats.evaluated;
         pruned += r.stats.pruned_bound;
+        costings += r.stats.layer_costings;
         benchmark::DoNotOptimize(r.best.data());
     }
     state.SetItemsProcessed(evaluated);
     state.counters["pruned_by_floor"] = static_cast<double>(pruned) / static_cast<double>(state.iterations());
+    state.counters["layer_costings"] = static_cast<double>(costings) / static_cast<double>(state.iterations());
 }
 
 // The default search (tensor parallelism inside one 8-GPU NVLink domain).
@@ -44,6 +46,11 @@ BENCHMARK(BM_SearchGpt3_4096)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Us
 // The best layout only, skipping layout keys whose step-time floor is above it (as the studies run it).
 void BM_SearchGpt3_4096_Best(benchmark::State& state) { run(state, 4096, true, true); }
 BENCHMARK(BM_SearchGpt3_4096_Best)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same on GB200 NVL72 (tensor parallelism up to the 64 GPUs a rack uses): the far end
+// of the A100 -> GB200 attribution, whose space is three times the A100 one.
+void BM_SearchGpt3_4096_Best_Nvl72(benchmark::State& state) { run(state, 4096, true, true, "gb200-nvl72"); }
+BENCHMARK(BM_SearchGpt3_4096_Best_Nvl72)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Every tensor-parallel degree the model admits: a larger space, same per-layout cost.
 void BM_SearchGpt3_4096_AnyTp(benchmark::State& state) { run(state, 4096, false); }

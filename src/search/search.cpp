@@ -316,11 +316,24 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
     p.cp_kind = t.cp_kind;
     p.offload = f.offload;
     w.costs.clear();  // costed only if some layout needs them
+    std::optional<LayerCompute> compute;  // the task's op lists and compute, built at first need
+    auto computed = [&]() -> const LayerCompute& {
+        if (!compute) compute.emplace(compute_layers(c, p));
+        return *compute;
+    };
     for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
         const Shape& s = plan.shapes[i];
         if (!admits(s, gb, t.microbatch)) continue;
         if (stop && stop->load(std::memory_order_relaxed)) return;
         set_degrees(p, s);
+        const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
+        // The compute alone bounds every placement, ZeRO stage and vp of the shape: skip them all
+        // before their collectives are costed.
+        if (floor_prunes && step_time_floor_s(c, p, computed().costs) > w.top.worst() * (1.0 + 1e-12)) {
+            for (int64_t z : plan.zeros)
+                (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
+            continue;
+        }
         for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
             const Placement& place = plan.places[pl];
             p.order = place.order;
@@ -334,7 +347,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
                 p.zero = z;
                 if (!costs) costs = w.costs.find(place.layer);
                 if (!costs) {
-                    costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer));
+                    costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
                     ++w.stats.layer_costings;
                 }
                 // The floor holds for every ZeRO stage and vp of this shape and placement; relative
@@ -344,10 +357,11 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
                     w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
                     continue;
                 }
+                const StageRates rates = stage_rates(c, plan.params, p, *costs);  // the same for every vp
                 for (size_t v = 0; v < s.vp_count; ++v) {
                     p.vp = plan.vps[s.vp_begin + v].vp;
                     p.split = plan.vps[s.vp_begin + v].split;
-                    const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans);
+                    const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans, rates);
                     ++w.stats.evaluated;
                     if (!r.fits_in_memory) continue;
                     ++w.stats.feasible;

@@ -4,10 +4,9 @@
 
 namespace sm {
 
-BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
-    BlockCost b;
-    double attn_fwd_s = 0, attn_bwd_s = 0;
+BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute) {
+    BlockCompute out;
+    BlockCost& b = out.cost;
     for (const Op& op : ops.ops) {
         const OpCost c = cost_op(op, sys, ctx);
         b.fwd_s += c.fwd_s;
@@ -29,12 +28,21 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
         b.work.hbm_bytes += c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes + (rerun ? c.fwd_bytes : 0.0);
         b.work.sram_bytes += (rerun ? 2.0 : 1.0) * fwd_onchip_bytes(c) + bwd_onchip_bytes(c);
         if (op.kind == OpKind::attention || op.kind == OpKind::batched_gemm) {
-            attn_fwd_s += c.fwd_s;
-            attn_bwd_s += c.bwd_s;
+            out.attn_fwd_s += c.fwd_s;
+            out.attn_bwd_s += c.bwd_s;
         }
     }
     b.input_bytes = ops.input_bytes;
     b.transient_bytes = ops.transient_bytes;
+    b.fwd_wall_s = b.fwd_s;
+    b.bwd_wall_s = b.bwd_s;
+    return out;
+}
+
+BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
+                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
+    BlockCost b = compute.cost;
+    const double attn_fwd_s = compute.attn_fwd_s, attn_bwd_s = compute.attn_bwd_s;
 
     // Overlappable traffic hides behind independent compute of its own pass: ring attention
     // behind the attention of the previous chunk, TP gathers/reductions behind the other
@@ -44,7 +52,7 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
     // more than it saves.
     std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
     double exposed_fwd = 0, exposed_bwd = 0;
-    for (const CommOp& c : ops.comms) {
+    for (const CommOp& c : comms) {
         const CollectiveCost k = collective_cost(c.kind, c.bytes, spans.span[idx(c.group)], sys);
         const double one = k.time_s * c.count;
         const double reps = (recompute == Recompute::full && c.pass == Pass::fwd) ? 2.0 : 1.0;
@@ -94,6 +102,11 @@ BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostConte
     b.fwd_wall_s = b.fwd_s + exposed_fwd;
     b.bwd_wall_s = b.bwd_s + exposed_bwd;
     return b;
+}
+
+BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
+                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
+    return with_comms(cost_block_compute(ops, sys, ctx, recompute), ops.comms, sys, spans, recompute, tp_overlap);
 }
 
 }  // namespace sm

@@ -2,6 +2,7 @@
 // Costs of one block of ops (a layer, the embedding, the head) for one micro-batch on one GPU.
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "hardware/cost.hpp"
 #include "hardware/energy.hpp"
@@ -61,6 +62,18 @@ struct BlockCost {
     }
 };
 
+// A block's compute: every op through cost_op. Its collectives are not costed yet (no exposed
+// communication: the wall times are the compute times); the attention core's times are kept,
+// since the collectives hide behind them. It does not depend on where the groups sit, so the
+// search costs it once per layer key and only the collectives per placement.
+struct BlockCompute {
+    BlockCost cost;
+    double attn_fwd_s = 0, attn_bwd_s = 0;  // attention and batched GEMMs, each pass
+};
+BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute);
+// The block with its collectives (`comms`, over `spans`) added to its compute.
+BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
+                     const CommSpans& spans, Recompute recompute, double tp_overlap);
 // Cost a block: every op through cost_op, every collective through collective_time_s.
 // `tp_overlap` is the fraction of blocking TP traffic hidden by comm-GEMM overlap.
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,

@@ -38,26 +38,11 @@ bool grads_partitioned(const ParallelConfig& p, const TrainingSpec& t) {
     return p.zero == 3 || (p.zero == 2 && resolved(t.grad_reduce, p) == GradReduce::per_microbatch);
 }
 
-// Per block kind, and for the embedding and the head, what a stage's time and memory are linear
-// in; derived once per layout, so a stage costs a few multiply-adds.
-struct StageRates {
-    std::array<double, kLayerKinds> time_s{}, params{}, experts{}, act_bytes{}, working_bytes{};
-    // What training updates (LoRA: the adapters only; else equal to params/experts).
-    std::array<double, kLayerKinds> trained{}, trained_experts{};
-    std::array<double, kLayerKinds> fwd_window_s{}, bwd_window_s{};  // wall times of the passes
-    double embed_time_s = 0, head_time_s = 0;
-    double embed_params = 0, head_params = 0;
-    double embed_trained = 0, head_trained = 0;
-    double embed_act = 0, head_act = 0;
-    double embed_fwd_window_s = 0, embed_bwd_window_s = 0, head_fwd_window_s = 0, head_bwd_window_s = 0;
-    // Bytes a GPU keeps per dense and per expert parameter of its stage, ZeRO partitioning
-    // included: weights, gradients, optimizer state.
-    std::array<double, 2> weight_bytes{}, grad_bytes{}, optimizer_bytes{};
-    std::array<double, 2> optimizer_share{};  // of a parameter's optimizer state a GPU updates
-};
+}  // namespace
 
-StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelConfig& p, const TrainingSpec& t,
-                       const LayerCosts& lc) {
+StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const ParallelConfig& p, const LayerCosts& lc) {
+    const ModelSpec& m = c.model;
+    const TrainingSpec& t = c.training;
     StageRates r;
     const double tp = as_d(p.tp);
     const double replicas[2] = {as_d(p.dp * p.cp), as_d(p.expert_replicas())};
@@ -100,8 +85,19 @@ StageRates stage_rates(const ModelSpec& m, const ParamCount& pc, const ParallelC
     r.embed_bwd_window_s = lc.embedding.bwd_wall_s + lc.embedding.recompute_s;
     r.head_fwd_window_s = lc.head.fwd_wall_s;
     r.head_bwd_window_s = lc.head.bwd_wall_s + lc.head.recompute_s;
+    // One micro-batch through every stage: per-GPU block FLOP and work, all blocks.
+    r.model_flop_mb = lc.embedding.model_flop + lc.head.model_flop;
+    r.work_mb = lc.embedding.work;
+    r.work_mb.add(lc.head.work, 1.0);
+    for (size_t k = 0; k < kLayerKinds; ++k) {
+        r.model_flop_mb += as_d(pc.layers[k]) * lc.layer[k].model_flop;
+        r.recompute_flop_mb += as_d(pc.layers[k]) * lc.layer[k].recompute_flop;
+        r.work_mb.add(lc.layer[k].work, as_d(pc.layers[k]));
+    }
     return r;
 }
+
+namespace {
 
 // One pipeline GPU in figures: its micro-batch time, parameters (of which expert ones), the
 // trained ones among them, and activation bytes; `layers`, `layer_act` and the blocks' pass
@@ -426,9 +422,29 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     return cost_layers(c, p, place_layer_groups(p, c.system));
 }
 
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l) {
+LayerCompute compute_layers(const TrainContext& c, const ParallelConfig& p) {
     const LayerShape shape = training_shape(c.model, p, c.training);
     const CostContext ctx = training_cost_context(c.training);
+    LayerCompute out;
+    for (const LayerKind k : layer_kinds(c.model)) {
+        out.layer_ops[idx(k)] = layer_ops(c.model, shape, k);
+        out.layer[idx(k)] = cost_block_compute(out.layer_ops[idx(k)], c.system, ctx, p.recompute);
+        out.costs.layer[idx(k)] = out.layer[idx(k)].cost;
+    }
+    out.embedding_ops = embedding_ops(c.model, shape);
+    out.embedding = cost_block_compute(out.embedding_ops, c.system, ctx, Recompute::none);
+    out.costs.embedding = out.embedding.cost;
+    out.head_ops = head_ops(c.model, shape, true);
+    out.head = cost_block_compute(out.head_ops, c.system, ctx, Recompute::none);
+    out.costs.head = out.head.cost;
+    return out;
+}
+
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l) {
+    return cost_layers(c, p, l, compute_layers(c, p));
+}
+
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute) {
     CommSpans spans;  // a layer's collectives run over tp, cp and ep only
     spans.span[idx(CommGroup::tp)] = l.tp;
     spans.span[idx(CommGroup::cp)] = l.cp;
@@ -437,9 +453,9 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const Lay
     const double ov = c.training.tp_overlap;
     LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))
-        out.layer[idx(k)] = cost_block(layer_ops(c.model, shape, k), c.system, ctx, spans, p.recompute, ov);
-    out.embedding = cost_block(embedding_ops(c.model, shape), c.system, ctx, spans, Recompute::none, ov);
-    out.head = cost_block(head_ops(c.model, shape, true), c.system, ctx, spans, Recompute::none, ov);
+        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], compute.layer_ops[idx(k)].comms, c.system, spans, p.recompute, ov);
+    out.embedding = with_comms(compute.embedding, compute.embedding_ops.comms, c.system, spans, Recompute::none, ov);
+    out.head = with_comms(compute.head, compute.head_ops.comms, c.system, spans, Recompute::none, ov);
     return out;
 }
 
@@ -471,6 +487,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc,
                           const CommSpans& spans) {
+    return assemble_step(c, p, lc, pc, spans, stage_rates(c, pc, p, lc));
+}
+
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc,
+                          const CommSpans& spans, const StageRates& rates) {
     const ModelSpec& m = c.model;
     const TrainingSpec& t = c.training;
     TrainResult r;
@@ -489,7 +510,6 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         q.vp = 1;
         cut = split_layers(m.layers, q);
     }
-    const StageRates rates = stage_rates(m, pc, p, t, lc);
     const PipelineScan scan = scan_pipeline(c, pc, cut.split, rates, p, mb);
     r.slowest_stage = scan.slowest_gpu;
     r.peak_stage = scan.peak_gpu;
@@ -528,19 +548,11 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     // FLOP over every stage: per-GPU block FLOP x (tp x cp) = one micro-batch's, over mb x dp
     // micro-batches.
     const double shards = as_d(p.tp * p.cp);
-    double per_mb = lc.embedding.model_flop + lc.head.model_flop, recompute_mb = 0;
-    Work layers_mb = lc.embedding.work;
-    layers_mb.add(lc.head.work, 1.0);
-    for (size_t k = 0; k < kLayerKinds; ++k) {
-        per_mb += as_d(pc.layers[k]) * lc.layer[k].model_flop;
-        recompute_mb += as_d(pc.layers[k]) * lc.layer[k].recompute_flop;
-        layers_mb.add(lc.layer[k].work, as_d(pc.layers[k]));
-    }
-    r.work.add(layers_mb, shards * mb * as_d(p.dp));
+    r.work.add(rates.work_mb, shards * mb * as_d(p.dp));
     if (c.system.energy.known()) r.energy = energy_of(c.system, r.work, r.step_time_s, as_d(r.gpus));
     r.cost_usd = cost_usd(c.system, r.step_time_s, as_d(r.gpus));
-    r.model_flop_per_step = per_mb * shards * mb * as_d(p.dp);
-    const double recompute_flop = recompute_mb * shards * mb * as_d(p.dp);
+    r.model_flop_per_step = rates.model_flop_mb * shards * mb * as_d(p.dp);
+    const double recompute_flop = rates.recompute_flop_mb * shards * mb * as_d(p.dp);
     const double peak = c.system.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
     r.mfu = peak > 0 ? r.model_flop_per_step / peak : 0;
     r.hfu = peak > 0 ? (r.model_flop_per_step + recompute_flop) / peak : 0;
@@ -562,7 +574,7 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
     if (!cut.ok()) return out;
     const StageSplit& split = cut.split;
     const LayerCosts lc = cost_layers(c, p);
-    const StageRates rates = stage_rates(c.model, count_params(c.model, c.training.lora), p, c.training, lc);
+    const StageRates rates = stage_rates(c, count_params(c.model, c.training.lora), p, lc);
     const double mb = microbatches_per_step(c.training, p);
     for (int64_t g = 0; g < split.pp; ++g) {
         StageReport s;

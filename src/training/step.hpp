@@ -75,6 +75,30 @@ struct LayerCosts {
     BlockCost embedding, head;
 };
 
+// Per block kind, and for the embedding and the head, what a stage's time and memory are linear
+// in, and one micro-batch's FLOP and work over all blocks. It does not depend on vp or the
+// pipeline split, so the search derives it once for all of them; a stage then costs a few
+// multiply-adds.
+struct StageRates {
+    std::array<double, kLayerKinds> time_s{}, params{}, experts{}, act_bytes{}, working_bytes{};
+    // What training updates (LoRA: the adapters only; else equal to params/experts).
+    std::array<double, kLayerKinds> trained{}, trained_experts{};
+    std::array<double, kLayerKinds> fwd_window_s{}, bwd_window_s{};  // wall times of the passes
+    double embed_time_s = 0, head_time_s = 0;
+    double embed_params = 0, head_params = 0;
+    double embed_trained = 0, head_trained = 0;
+    double embed_act = 0, head_act = 0;
+    double embed_fwd_window_s = 0, embed_bwd_window_s = 0, head_fwd_window_s = 0, head_bwd_window_s = 0;
+    // Bytes a GPU keeps per dense and per expert parameter of its stage, ZeRO partitioning
+    // included: weights, gradients, optimizer state.
+    std::array<double, 2> weight_bytes{}, grad_bytes{}, optimizer_bytes{};
+    std::array<double, 2> optimizer_share{};  // of a parameter's optimizer state a GPU updates
+    // One micro-batch through every stage, per GPU of a stage: model and recompute FLOP, and work.
+    double model_flop_mb = 0, recompute_flop_mb = 0;
+    Work work_mb;
+};
+
+
 struct TrainContext {
     const ModelSpec& model;
     const SystemSpec& system;
@@ -96,10 +120,26 @@ struct StageReport {
     TrainMemory memory;
 };
 
+// A layer key's op lists and their compute, before any collective is costed: what cost_layers
+// computes that does not depend on where the tp, cp and ep groups sit. The search builds it once
+// per layer key and costs only the collectives per placement; `costs` alone (no communication)
+// is a floor under every placement's.
+struct LayerCompute {
+    std::array<LayerOps, kLayerKinds> layer_ops;
+    LayerOps embedding_ops, head_ops;
+    std::array<BlockCompute, kLayerKinds> layer;
+    BlockCompute embedding, head;
+    LayerCosts costs;  // the compute alone, block by block
+};
+LayerCompute compute_layers(const TrainContext& c, const ParallelConfig& p);
+StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs);
+
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 // The same with the layer's groups placed (place_layer_groups(p, c.system)): the search costs
 // one layer key per distinct placement.
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans);
+// And with the layer key's compute given (compute_layers(c, p)): the collectives alone are costed.
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 // The same with the model's parameter count given (count_params(c.model, c.training.lora)): the
 // search counts it once, not per layout.
@@ -108,6 +148,10 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 // layout once when it plans.
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params,
                           const CommSpans& spans);
+// And with the rates given (stage_rates(c, params, p, costs)): the search derives them once per
+// placement and ZeRO stage, for every vp and split.
+TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params,
+                          const CommSpans& spans, const StageRates& rates);
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
 // Every pipeline GPU of layout p, first to last (p's split must be valid: check_training_layout).
 std::vector<StageReport> training_stages(const TrainContext& c, const ParallelConfig& p);
