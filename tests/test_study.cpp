@@ -374,6 +374,55 @@ TEST(SearchFloor, NeverAboveTheStepAndPruningKeepsTheBest) {
     EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
 }
 
+TEST(SearchFloor, TheAverageStageTimesMicroBatchesAndBubble) {
+    // GPT-3 175B (96 layers), global batch 1,536 on dp 8 with micro-batch 1: 192 micro-batches.
+    // Blocks of 1 ms forward and 2 ms backward, an embedding of 4 ms and a head of 8 ms: 300 ms
+    // per micro-batch over all stages, 37.5 ms per stage on pp 8. The bubble adds (8 - 1)/vp.
+    const Scenario s = testing::scenario(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-h100"},
+        "training": {"global_batch": 1536, "precision": "bf16"}})", Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    LayerCosts lc;
+    lc.layer[idx(LayerKind::dense)].fwd_s = 1e-3;
+    lc.layer[idx(LayerKind::dense)].bwd_s = 2e-3;
+    lc.embedding.fwd_s = 4e-3;
+    lc.head.bwd_s = 8e-3;
+    ParallelConfig p;
+    p.tp = 8;
+    p.pp = 8;
+    p.dp = 8;
+    p.vp = 1;
+    EXPECT_NEAR(step_time_floor_s(c, p, lc), (192.0 + 7.0) * 0.0375, 1e-12);
+    p.vp = 3;
+    EXPECT_NEAR(step_time_floor_s(c, p, lc), (192.0 + 7.0 / 3.0) * 0.0375, 1e-12);
+    // Exposed layer traffic counts; at pp 1 there is no bubble whatever vp says.
+    lc.layer[idx(LayerKind::dense)].comm_exposed_s[idx(CommGroup::tp)] = 1e-3;
+    p.pp = 1;
+    p.dp = 64;  // 24 micro-batches
+    EXPECT_NEAR(step_time_floor_s(c, p, lc), 24.0 * (96.0 * 4e-3 + 12e-3), 1e-12);
+}
+
+TEST(SearchFloor, PruningKeepsTheCheapestLayout) {
+    // The cost objective's floor is in dollars: on 8 GPUs at $2/GPU-hour a step of seconds costs
+    // under a cent, so a floor compared in seconds would skip every layout after the first.
+    const Scenario s = testing::scenario(R"({"model": {"preset": "llama2-7b"},
+        "system": {"preset": "dgx-h100", "price_per_gpu_hour": 2},
+        "training": {"global_batch": 64, "precision": "bf16"}})", Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    SearchOptions o;
+    o.gpus = 8;
+    o.top_k = 1;
+    o.objective = Objective::cost;
+    const SearchResult all = search_layouts(c, {}, o);
+    o.prune_by_floor = true;
+    const SearchResult pruned = search_layouts(c, {}, o);
+    ASSERT_EQ(all.best.size(), 1u);
+    ASSERT_EQ(pruned.best.size(), 1u);
+    EXPECT_EQ(all.best[0].score, pruned.best[0].score);
+    EXPECT_NEAR(pruned.best[0].score, 2.0 * 8.0 * pruned.best[0].result.step_time_s / 3600.0, 1e-15);
+    EXPECT_GT(pruned.stats.pruned_bound, 0);
+    EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
+}
+
 TEST(Sensitivity, IntegerProbesHalveAndDouble) {
     // Integer fields step to half and double; an odd one (or 0) is probed upward only.
     const Json base = Json::parse(R"({"system": {"a": 2, "b": 8, "c": 3, "d": 0}})");

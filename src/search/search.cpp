@@ -1,14 +1,17 @@
 #include "search/search.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
 
+#include "hardware/energy.hpp"
 #include "io/int_list.hpp"
 #include "model/ops.hpp"
 
@@ -44,6 +47,7 @@ bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || 
 struct Shape {
     int64_t tp, tp_rows, cp, ep, pp, dp;
     size_t vp_begin, vp_count;               // into Plan::vps: (vp, split) pairs
+    int64_t max_vp;                          // the largest of them
     size_t place_begin, place_count;         // into Plan::places: the rank orders kept
     std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
 };
@@ -57,13 +61,15 @@ struct Placement {
     LayerSpans layer;  // what cost_layers depends on: layouts sharing it share the layer costs
 };
 
-// One layer key but the placement: everything cost_layers depends on besides the tp, cp and ep
-// groups' spans. Its layouts are the shapes in [shape_begin, shape_end) whose dp admits the
-// micro-batch, times their placements, times ZeRO stages, times vp.
+// One layer key but the placement and the recompute mode: everything cost_layers depends on
+// besides the tp, cp and ep groups' spans and which ops are re-run (the op lists and each op's
+// cost are the same under every mode, so a task builds them once). Its layouts are, per recompute
+// mode, the shapes in [shape_begin, shape_end) whose dp admits the micro-batch, times their
+// placements, times ZeRO stages, times vp.
 struct Task {
     size_t shape_begin, shape_end;
     bool sp;
-    Recompute recompute;
+    std::array<bool, 3> recompute;  // by Recompute value: the modes searched
     int64_t microbatch;
     CpKind cp_kind;
     int64_t layouts;
@@ -174,7 +180,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         const int64_t dp = n / (tp * cp * pp);
                         if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
                         if ((dp * cp) % ep != 0) continue;
-                        Shape s{tp, rows, cp, ep, pp, dp, plan.vps.size(), 0, 0, 0, {}};
+                        Shape s{tp, rows, cp, ep, pp, dp, plan.vps.size(), 0, 1, 0, 0, {}};
                         // Every interleaving the model admits, each with its split: the named one, or
                         // what `auto` gives (even, else Megatron's embedding/loss accounting, else
                         // DeepSpeed's uniform split).
@@ -186,7 +192,10 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                             q.first_stage_layers = f.first_stage_layers;
                             q.last_stage_layers = f.last_stage_layers;
                             q.split = f.split ? *f.split : default_split(m.layers, q);
-                            if (split_layers(m.layers, q).ok()) plan.vps.push_back({vp, q.split});
+                            if (split_layers(m.layers, q).ok()) {
+                                plan.vps.push_back({vp, q.split});
+                                s.max_vp = vp;
+                            }
                             if (pp == 1) break;
                         }
                         s.vp_count = plan.vps.size() - s.vp_begin;
@@ -225,24 +234,25 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
         for (bool sp : {false, true}) {
             if (f.sequence_parallel ? *f.sequence_parallel != sp : (sp && tp == 1)) continue;
             if (rows > 1 && !sp) continue;
-            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-                if (f.recompute && *f.recompute != rc) continue;
-                for (int64_t mb : microbatches) {
-                    if (!allowed(f.microbatch, mb)) continue;
-                    for (CpKind kind : kCpKinds) {
-                        if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
-                        Task t{g.begin, g.end, sp, rc, mb, kind, 0};
-                        for (size_t i = g.begin; i < g.end; ++i)
-                            if (admits(plan.shapes[i], gb, mb))
-                                t.layouts += n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
-                        if (t.layouts == 0) continue;
-                        plan.candidates += t.layouts;
-                        if (o.tp_within_domain && tp > c.system.used_per_domain()) {
-                            plan.pruned_domain += t.layouts;
-                            continue;
-                        }
-                        plan.tasks.push_back(t);
+            std::array<bool, 3> modes{};
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
+                modes[static_cast<size_t>(rc)] = !f.recompute || *f.recompute == rc;
+            const auto n_modes = static_cast<int64_t>(std::count(modes.begin(), modes.end(), true));
+            for (int64_t mb : microbatches) {
+                if (!allowed(f.microbatch, mb)) continue;
+                for (CpKind kind : kCpKinds) {
+                    if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
+                    Task t{g.begin, g.end, sp, modes, mb, kind, 0};
+                    for (size_t i = g.begin; i < g.end; ++i)
+                        if (admits(plan.shapes[i], gb, mb))
+                            t.layouts += n_modes * n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
+                    if (t.layouts == 0) continue;
+                    plan.candidates += t.layouts;
+                    if (o.tp_within_domain && tp > c.system.used_per_domain()) {
+                        plan.pruned_domain += t.layouts;
+                        continue;
                     }
+                    plan.tasks.push_back(t);
                 }
             }
         }
@@ -302,71 +312,92 @@ struct alignas(64) Worker {
 
 void run_task(const TrainContext& c, const Plan& plan, const Task& t, const LayoutConstraints& f, Objective obj,
               Worker& w, const std::atomic<bool>* stop, bool prune_by_floor) {
-    // The floor bounds step time; only the step-time objective ranks by it directly.
-    // Cost is step time times a constant (GPUs x price) at one GPU count, so the floor prunes it too.
+    // The floor bounds step time; only the step-time objective ranks by it directly. Cost is step
+    // time times a constant (GPUs x price) at one GPU count, so the floor in dollars prunes it too.
     const bool floor_prunes = prune_by_floor && (obj == Objective::step_time || obj == Objective::cost);
+    const double gpus = static_cast<double>(plan.shapes[t.shape_begin].tp * plan.shapes[t.shape_begin].cp *
+                                            plan.shapes[t.shape_begin].pp * plan.shapes[t.shape_begin].dp);
+    // Whether a step-time floor already loses to the K-th best kept; relative slack because the
+    // floor sums the step's terms in another order.
+    auto beaten = [&](double floor_s) {
+        const double score = obj == Objective::cost ? cost_usd(c.system, floor_s, gpus) : floor_s;
+        return score > w.top.worst() * (1.0 + 1e-12);
+    };
     const int64_t gb = c.training.global_batch;
     const double capacity = c.system.accel.memory_bytes;
     ParallelConfig p;
     p.first_stage_layers = f.first_stage_layers;
     p.last_stage_layers = f.last_stage_layers;
     p.sequence_parallel = t.sp;
-    p.recompute = t.recompute;
     p.microbatch = t.microbatch;
     p.cp_kind = t.cp_kind;
     p.offload = f.offload;
-    w.costs.clear();  // costed only if some layout needs them
-    std::optional<LayerCompute> compute;  // the task's op lists and compute, built at first need
-    auto computed = [&]() -> const LayerCompute& {
-        if (!compute) compute.emplace(compute_layers(c, p));
-        return *compute;
-    };
-    for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
-        const Shape& s = plan.shapes[i];
-        if (!admits(s, gb, t.microbatch)) continue;
-        if (stop && stop->load(std::memory_order_relaxed)) return;
-        set_degrees(p, s);
-        const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
-        // The compute alone bounds every placement, ZeRO stage and vp of the shape: skip them all
-        // before their collectives are costed.
-        if (floor_prunes && step_time_floor_s(c, p, computed().costs) > w.top.worst() * (1.0 + 1e-12)) {
-            for (int64_t z : plan.zeros)
-                (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
-            continue;
-        }
-        for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
-            const Placement& place = plan.places[pl];
-            p.order = place.order;
-            const LayerCosts* costs = nullptr;
-            double floor = -1;  // not yet computed
-            for (int64_t z : plan.zeros) {
-                if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
-                    w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
-                    continue;
-                }
-                p.zero = z;
-                if (!costs) costs = w.costs.find(place.layer);
-                if (!costs) {
-                    costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
-                    ++w.stats.layer_costings;
-                }
-                // The floor holds for every ZeRO stage and vp of this shape and placement; relative
-                // slack because it sums the step's terms in another order.
-                if (floor_prunes && floor < 0) floor = step_time_floor_s(c, p, *costs);
-                if (floor_prunes && floor > w.top.worst() * (1.0 + 1e-12)) {
-                    w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
-                    continue;
-                }
-                const StageRates rates = stage_rates(c, plan.params, p, *costs);  // the same for every vp
-                for (size_t v = 0; v < s.vp_count; ++v) {
-                    p.vp = plan.vps[s.vp_begin + v].vp;
-                    p.split = plan.vps[s.vp_begin + v].split;
-                    const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans, rates);
-                    ++w.stats.evaluated;
-                    if (!r.fits_in_memory) continue;
-                    ++w.stats.feasible;
-                    const double score = objective_score(obj, r);
-                    if (w.top.wants(score)) w.top.offer({p, r, score});
+    std::optional<LayerOpSet> ops;  // the task's op lists and op costs, built at first need
+    for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+        if (!t.recompute[static_cast<size_t>(rc)]) continue;
+        p.recompute = rc;
+        w.costs.clear();  // costed only if some layout needs them
+        std::optional<LayerCompute> compute;
+        auto computed = [&]() -> const LayerCompute& {
+            if (!ops) ops.emplace(layer_op_set(c, p));
+            if (!compute) compute.emplace(compute_layers(c, *ops, rc));
+            return *compute;
+        };
+        for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
+            const Shape& s = plan.shapes[i];
+            if (!admits(s, gb, t.microbatch)) continue;
+            if (stop && stop->load(std::memory_order_relaxed)) return;
+            set_degrees(p, s);
+            p.vp = s.max_vp;  // the floors below hold for every vp of the shape
+            const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
+            // The compute alone bounds every placement, ZeRO stage and vp of the shape: skip them
+            // all before their collectives are costed.
+            if (floor_prunes && beaten(step_time_floor_s(c, p, computed().costs))) {
+                for (int64_t z : plan.zeros)
+                    (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
+                continue;
+            }
+            for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
+                const Placement& place = plan.places[pl];
+                p.order = place.order;
+                const LayerCosts* costs = nullptr;
+                double floor = -1;  // not yet computed
+                for (int64_t z : plan.zeros) {
+                    if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
+                        w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
+                        continue;
+                    }
+                    p.zero = z;
+                    if (!costs) costs = w.costs.find(place.layer);
+                    if (!costs) {
+                        costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
+                        ++w.stats.layer_costings;
+                    }
+                    // The floor holds for every ZeRO stage and vp of this shape and placement.
+                    if (floor_prunes && floor < 0) {
+                        p.vp = s.max_vp;
+                        floor = step_time_floor_s(c, p, *costs);
+                    }
+                    if (floor_prunes && beaten(floor)) {
+                        w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
+                        continue;
+                    }
+                    const StageRates rates = stage_rates(c, plan.params, p, *costs);  // the same for every vp
+                    for (size_t v = 0; v < s.vp_count; ++v) {
+                        p.vp = plan.vps[s.vp_begin + v].vp;
+                        p.split = plan.vps[s.vp_begin + v].split;
+                        // A smaller vp has a longer bubble: its own floor may already lose.
+                        if (floor_prunes && p.vp < s.max_vp && beaten(step_time_floor_s(c, p, *costs))) {
+                            ++w.stats.pruned_bound;
+                            continue;
+                        }
+                        const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans, rates);
+                        ++w.stats.evaluated;
+                        if (!r.fits_in_memory) continue;
+                        ++w.stats.feasible;
+                        const double score = objective_score(obj, r);
+                        if (w.top.wants(score)) w.top.offer({p, r, score});
+                    }
                 }
             }
         }

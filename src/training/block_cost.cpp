@@ -4,11 +4,23 @@
 
 namespace sm {
 
+std::vector<OpCost> cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx) {
+    std::vector<OpCost> out;
+    out.reserve(ops.ops.size());
+    for (const Op& op : ops.ops) out.push_back(cost_op(op, sys, ctx));
+    return out;
+}
+
 BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute) {
+    return cost_block_compute(ops, cost_ops(ops, sys, ctx), recompute);
+}
+
+BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute) {
     BlockCompute out;
     BlockCost& b = out.cost;
-    for (const Op& op : ops.ops) {
-        const OpCost c = cost_op(op, sys, ctx);
+    for (size_t i = 0; i < ops.ops.size(); ++i) {
+        const Op& op = ops.ops[i];
+        const OpCost& c = costs[i];
         b.fwd_s += c.fwd_s;
         b.bwd_s += c.bwd_s;
         b.fwd_flop += c.fwd_flop;

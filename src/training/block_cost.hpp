@@ -71,6 +71,10 @@ struct BlockCompute {
     double attn_fwd_s = 0, attn_bwd_s = 0;  // attention and batched GEMMs, each pass
 };
 BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute);
+// Every op of a block through cost_op: the same under every recompute mode.
+std::vector<OpCost> cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx);
+// The block's compute from its ops' costs (`costs[i]` of `ops.ops[i]`) under one recompute mode.
+BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute);
 // The block with its collectives (`comms`, over `spans`) added to its compute.
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
                      const CommSpans& spans, Recompute recompute, double tp_overlap);

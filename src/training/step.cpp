@@ -422,26 +422,39 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     return cost_layers(c, p, place_layer_groups(p, c.system));
 }
 
-LayerCompute compute_layers(const TrainContext& c, const ParallelConfig& p) {
+LayerOpSet layer_op_set(const TrainContext& c, const ParallelConfig& p) {
     const LayerShape shape = training_shape(c.model, p, c.training);
     const CostContext ctx = training_cost_context(c.training);
-    LayerCompute out;
+    LayerOpSet out;
     for (const LayerKind k : layer_kinds(c.model)) {
-        out.layer_ops[idx(k)] = layer_ops(c.model, shape, k);
-        out.layer[idx(k)] = cost_block_compute(out.layer_ops[idx(k)], c.system, ctx, p.recompute);
+        out.layer[idx(k)] = layer_ops(c.model, shape, k);
+        out.layer_costs[idx(k)] = cost_ops(out.layer[idx(k)], c.system, ctx);
+    }
+    out.embedding = embedding_ops(c.model, shape);
+    out.embedding_costs = cost_ops(out.embedding, c.system, ctx);
+    out.head = head_ops(c.model, shape, true);
+    out.head_costs = cost_ops(out.head, c.system, ctx);
+    return out;
+}
+
+LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute) {
+    LayerCompute out;
+    out.ops = &ops;
+    for (const LayerKind k : layer_kinds(c.model)) {
+        out.layer[idx(k)] = cost_block_compute(ops.layer[idx(k)], ops.layer_costs[idx(k)], recompute);
         out.costs.layer[idx(k)] = out.layer[idx(k)].cost;
     }
-    out.embedding_ops = embedding_ops(c.model, shape);
-    out.embedding = cost_block_compute(out.embedding_ops, c.system, ctx, Recompute::none);
+    // The embedding and the head are never recomputed.
+    out.embedding = cost_block_compute(ops.embedding, ops.embedding_costs, Recompute::none);
     out.costs.embedding = out.embedding.cost;
-    out.head_ops = head_ops(c.model, shape, true);
-    out.head = cost_block_compute(out.head_ops, c.system, ctx, Recompute::none);
+    out.head = cost_block_compute(ops.head, ops.head_costs, Recompute::none);
     out.costs.head = out.head.cost;
     return out;
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l) {
-    return cost_layers(c, p, l, compute_layers(c, p));
+    const LayerOpSet ops = layer_op_set(c, p);
+    return cost_layers(c, p, l, compute_layers(c, ops, p.recompute));
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute) {
@@ -453,9 +466,9 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const Lay
     const double ov = c.training.tp_overlap;
     LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))
-        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], compute.layer_ops[idx(k)].comms, c.system, spans, p.recompute, ov);
-    out.embedding = with_comms(compute.embedding, compute.embedding_ops.comms, c.system, spans, Recompute::none, ov);
-    out.head = with_comms(compute.head, compute.head_ops.comms, c.system, spans, Recompute::none, ov);
+        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], compute.ops->layer[idx(k)].comms, c.system, spans, p.recompute, ov);
+    out.embedding = with_comms(compute.embedding, compute.ops->embedding.comms, c.system, spans, Recompute::none, ov);
+    out.head = with_comms(compute.head, compute.ops->head.comms, c.system, spans, Recompute::none, ov);
     return out;
 }
 
@@ -467,14 +480,16 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
 }
 
 // Every pipeline GPU's micro-batch takes at least the pipeline's average: the model's blocks, the
-// embedding and the head over pp (the slowest GPU, which paces the step, is at least that).
+// embedding and the head over pp (the slowest GPU, which paces the step and the bubble, is at
+// least that); the bubble's (pp - 1)/vp falls as vp grows, so p.vp's holds for every vp below.
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
     const ModelSpec& m = c.model;
     double total = lc.embedding.total_s() + lc.head.total_s();
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
         if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
     const double mb = microbatches_per_step(c.training, p);
-    return mb * total / as_d(p.pp);
+    const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
+    return (mb + (as_d(p.pp) - 1.0) / vp) * total / as_d(p.pp);
 }
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {

@@ -120,25 +120,35 @@ struct StageReport {
     TrainMemory memory;
 };
 
-// A layer key's op lists and their compute, before any collective is costed: what cost_layers
-// computes that does not depend on where the tp, cp and ep groups sit. The search builds it once
-// per layer key and costs only the collectives per placement; `costs` alone (no communication)
-// is a floor under every placement's.
+// A layer key's op lists and every op's cost: what cost_layers computes that depends neither on
+// where the tp, cp and ep groups sit nor on the recompute mode (p.recompute is not read).
+struct LayerOpSet {
+    std::array<LayerOps, kLayerKinds> layer;
+    LayerOps embedding, head;
+    std::array<std::vector<OpCost>, kLayerKinds> layer_costs;
+    std::vector<OpCost> embedding_costs, head_costs;
+};
+LayerOpSet layer_op_set(const TrainContext& c, const ParallelConfig& p);
+
+// The layer key's compute under one recompute mode, before any collective is costed. The
+// search builds the op set once per layer key and recompute-free task, this once per recompute
+// mode, and costs only the collectives per placement; `costs` alone (no communication) is a
+// floor under every placement's.
 struct LayerCompute {
-    std::array<LayerOps, kLayerKinds> layer_ops;
-    LayerOps embedding_ops, head_ops;
+    const LayerOpSet* ops = nullptr;  // what it was built from; outlives it
     std::array<BlockCompute, kLayerKinds> layer;
     BlockCompute embedding, head;
     LayerCosts costs;  // the compute alone, block by block
 };
-LayerCompute compute_layers(const TrainContext& c, const ParallelConfig& p);
+LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute);
 StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs);
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 // The same with the layer's groups placed (place_layer_groups(p, c.system)): the search costs
 // one layer key per distinct placement.
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans);
-// And with the layer key's compute given (compute_layers(c, p)): the collectives alone are costed.
+// And with the layer key's compute given (compute_layers(c, layer_op_set(c, p), p.recompute)): the
+// collectives alone are costed.
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 // The same with the model's parameter count given (count_params(c.model, c.training.lora)): the
@@ -162,8 +172,9 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
 // count plus one), here divided by vp: at gpu 0 that is pp (1 + (pp - 1)/(pp vp)), Korthikanti et
 // al. 2022 sec. 4.2.3's factor.
 double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double microbatches);
-// A floor under assemble_step's step time for layout p whatever its vp and ZeRO stage: the
-// micro-batches' compute and exposed layer traffic on the slowest stage (the bubble, pipeline,
+// A floor under assemble_step's step time for layout p whatever its ZeRO stage, and for every
+// interleaving up to p.vp: the micro-batches' compute and exposed layer traffic on the slowest
+// stage, plus the schedule's fill and drain of (pp - 1)/vp micro-batches (the pipeline,
 // data-parallel and optimizer terms only add). The search skips layouts above its K-th best.
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc);
 
