@@ -338,10 +338,18 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
         p.recompute = rc;
         w.costs.clear();  // costed only if some layout needs them
         std::optional<LayerCompute> compute;
+        double compute_total_s = 0;  // one micro-batch's compute through every stage
         auto computed = [&]() -> const LayerCompute& {
             if (!ops) ops.emplace(layer_op_set(c, p));
-            if (!compute) compute.emplace(compute_layers(c, *ops, rc));
+            if (!compute) {
+                compute.emplace(compute_layers(c, *ops, rc));
+                compute_total_s = micro_batch_total_s(c.model, compute->costs);
+            }
             return *compute;
+        };
+        auto compute_floor_s = [&] {
+            computed();
+            return step_time_floor_s(c, p, compute_total_s);
         };
         for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
             const Shape& s = plan.shapes[i];
@@ -352,7 +360,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
             const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
             // The compute alone bounds every placement, ZeRO stage and vp of the shape: skip them
             // all before their collectives are costed.
-            if (floor_prunes && beaten(step_time_floor_s(c, p, computed().costs))) {
+            if (floor_prunes && beaten(compute_floor_s())) {
                 for (int64_t z : plan.zeros)
                     (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
                 continue;
@@ -361,7 +369,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
                 const Placement& place = plan.places[pl];
                 p.order = place.order;
                 const LayerCosts* costs = nullptr;
-                double floor = -1;  // not yet computed
+                double total_s = -1;  // one micro-batch through every stage, collectives included
                 for (int64_t z : plan.zeros) {
                     if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
                         w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
@@ -373,12 +381,10 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
                         costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
                         ++w.stats.layer_costings;
                     }
-                    // The floor holds for every ZeRO stage and vp of this shape and placement.
-                    if (floor_prunes && floor < 0) {
-                        p.vp = s.max_vp;
-                        floor = step_time_floor_s(c, p, *costs);
-                    }
-                    if (floor_prunes && beaten(floor)) {
+                    // The floor at the shape's largest vp holds for every ZeRO stage and vp.
+                    if (floor_prunes && total_s < 0) total_s = micro_batch_total_s(c.model, *costs);
+                    p.vp = s.max_vp;
+                    if (floor_prunes && beaten(step_time_floor_s(c, p, total_s))) {
                         w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
                         continue;
                     }
@@ -387,7 +393,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
                         p.vp = plan.vps[s.vp_begin + v].vp;
                         p.split = plan.vps[s.vp_begin + v].split;
                         // A smaller vp has a longer bubble: its own floor may already lose.
-                        if (floor_prunes && p.vp < s.max_vp && beaten(step_time_floor_s(c, p, *costs))) {
+                        if (floor_prunes && p.vp < s.max_vp && beaten(step_time_floor_s(c, p, total_s))) {
                             ++w.stats.pruned_bound;
                             continue;
                         }

@@ -482,14 +482,21 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
 // Every pipeline GPU's micro-batch takes at least the pipeline's average: the model's blocks, the
 // embedding and the head over pp (the slowest GPU, which paces the step and the bubble, is at
 // least that); the bubble's (pp - 1)/vp falls as vp grows, so p.vp's holds for every vp below.
-double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
-    const ModelSpec& m = c.model;
+double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
     double total = lc.embedding.total_s() + lc.head.total_s();
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
         if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
+    return total;
+}
+
+double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
+    return step_time_floor_s(c, p, micro_batch_total_s(c.model, lc));
+}
+
+double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, double micro_batch_total_s) {
     const double mb = microbatches_per_step(c.training, p);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
-    return (mb + (as_d(p.pp) - 1.0) / vp) * total / as_d(p.pp);
+    return (mb + (as_d(p.pp) - 1.0) / vp) * micro_batch_total_s / as_d(p.pp);
 }
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
