@@ -150,6 +150,16 @@ struct FourMegabytes {
     }();
 };
 
+TEST(ServeSearch, DenseModelsRunOneExpertGroup) {
+    // A dense model has no experts to spread: every layout the search returns has ep 1.
+    const FourMegabytes t;
+    const ServeSearchResult r = serve_search({t.m, t.sys, t.s}, 4, {0, 0}, 5);
+    ASSERT_FALSE(r.best.empty());
+    ASSERT_FALSE(r.pareto.empty());
+    for (const ServeHit& h : r.best) EXPECT_EQ(h.layout.ep, 1);
+    for (const ServeHit& h : r.pareto) EXPECT_EQ(h.layout.ep, 1);
+}
+
 // Targets nothing meets: no best, and the front holds only real steady states (no concurrency 0
 // slipped in for the target that no concurrency meets).
 TEST(ServeSearch, ImpossibleTargetsLeaveOnlyRealPoints) {

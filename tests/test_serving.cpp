@@ -29,10 +29,11 @@ SystemSpec round_system_with(double bytes) {
 // FLOP of one engine step of the toy model carrying `decode` requests at mean context `ctx`,
 // `prefill` prompt tokens over prompts of `in` tokens, and `sampled` logits:
 //   2 x weights per token, attention 4 x heads x d x (keys seen), the head 2 h V per sample.
-double toy_step_flop(double decode, double ctx, double prefill, double in, double sampled) {
+// `seen`: the share of its prompt a prompt token attends to (half on average when causal).
+double toy_step_flop(double decode, double ctx, double prefill, double in, double sampled, double seen = 0.5) {
     const double h = 64, d = 16, heads = 4, kv = 2, f = 128, V = 100, L = 2;
     const double weights = h * (heads + 2 * kv) * d + heads * d * h + h * 2 * f + f * h;
-    const double keys = decode * ctx + prefill * in * 0.5;  // a prompt token sees half its prompt on average
+    const double keys = decode * ctx + prefill * in * seen;
     return L * (2 * weights * (decode + prefill) + 4 * heads * d * keys) + 2 * h * V * sampled;
 }
 
@@ -58,6 +59,26 @@ TEST(Serving, DecodeBoundSteadyStateByHand) {
     EXPECT_DOUBLE_EQ(r.e2e_latency_s, 12.0 * t);
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 3.0 * 11.0 / (12.0 * t));  // Little's law
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s_per_user, 1.0 / t);
+}
+
+TEST(Serving, BidirectionalPromptsAttendToTheWholePromptByHand) {
+    // The steady state above with a decoder that does not mask the future (model.causal false):
+    // every prompt token attends to all 100 prompt keys; decoding still reads the whole cache.
+    ModelSpec m = testing::tiny_llama(2);
+    m.causal = false;
+    const ServingPoint r = serve_at({m, testing::round_inference_system(), toy_serving_workload()}, ParallelConfig{}, 3);
+    EXPECT_NEAR(r.step.flop, toy_step_flop(2.5, 105.5, 25.0, 100.0, 2.75, 1.0), 1e-6 * r.step.flop);
+}
+
+TEST(Serving, LargestOnPrefixByHand) {
+    const auto upto = [](int64_t last) { return [last](int64_t n) { return n <= last; }; };
+    EXPECT_EQ(largest_on_prefix(upto(37), 100), 37);
+    EXPECT_EQ(largest_on_prefix(upto(100), 100), 100);
+    EXPECT_EQ(largest_on_prefix(upto(1000), 1), 1);  // a limit of one that holds is returned
+    EXPECT_EQ(largest_on_prefix(upto(1), 1), 1);
+    EXPECT_EQ(largest_on_prefix(upto(0), 100), 0);   // nothing holds
+    EXPECT_EQ(largest_on_prefix(upto(1000), 0), 0);  // nothing to try
+    EXPECT_EQ(largest_on_prefix(upto(99), 100), 99);
 }
 
 TEST(Serving, PrefillBoundPromptsQueueByHand) {

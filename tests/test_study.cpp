@@ -119,6 +119,18 @@ TEST(Grid, OversizedGridIsRefused) {
     EXPECT_NE(pts.error().message().find("2000000"), std::string::npos) << pts.error().message();
 }
 
+TEST(Shapley, NoChangeHasNoShares) {
+    // Every subset equal: the total is 1x, each factor 1x, and no factor holds a share of nothing.
+    const std::vector<FactorGroup> groups = {{"a", {"system.x"}}, {"b", {"system.y"}}};
+    const std::vector<double> t = {3, 3, 3, 3};
+    const Attribution at = attribution_from(groups, t, {"step_time_s", true});
+    EXPECT_EQ(at.ratio, 1.0);
+    for (const Factor& f : at.factors) {
+        EXPECT_EQ(f.speedup, 1.0);
+        EXPECT_EQ(f.share, 0.0);
+    }
+}
+
 TEST(Shapley, TwoFactorsByHand) {
     // Step times: base 10 s; factor a alone 5 s; b alone 8 s; both 2 s.
     // phi_a = 1/2 [ln(10/5) + ln(8/2)] = ln(sqrt 8); phi_b = 1/2 [ln(10/8) + ln(5/2)] = ln(sqrt 3.125).

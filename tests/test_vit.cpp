@@ -99,6 +99,8 @@ TEST(Vit, PatchEmbeddingIsAGemmOverEveryToken) {
     const Op* pos = find_op(e, "position_add");
     ASSERT_NE(pos, nullptr);
     EXPECT_DOUBLE_EQ(pos->bytes, 24576);
+    // Backward reads the output's gradient and writes the input's and the table's: 2 x forward.
+    EXPECT_DOUBLE_EQ(pos->bwd_bytes_factor, 2.0);
     EXPECT_DOUBLE_EQ(saved(e), 6144);
 
     // Tensor parallelism splits the patch's pixels (k = 24 per rank): half the FLOP, partial sums
