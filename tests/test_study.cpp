@@ -308,6 +308,46 @@ TEST(Sensitivity, PowerLawElasticityIsExact) {
     EXPECT_EQ(ranked[2].method, "zero");
 }
 
+TEST(Sensitivity, ProbesStayInsideTheFieldTable) {
+    // scale_up 0.98 (range up to 1) steps to 0.931 and 1.0, not 1.029; gemm_max at 1.0 only down;
+    // a latency's lower end 0 is not reached by -5%; a peak of any precision reads its one entry
+    // (at most 1e20); a field the table does not hold (here a made-up one) keeps +-5%.
+    const Json base = {{"system",
+                        {{"efficiency", {{"scale_up", 0.98}, {"gemm_max", 1.0}}},
+                         {"accelerator", {{"matrix_flop_per_s", {{"fp8", 0.99e20}}}}},
+                         {"scale_up", {{"latency_s", 1e-6}}},
+                         {"made_up", 2.0}}}};
+    const auto probes = sensitivity_probes(base);
+    const auto probe = [&](const std::string& path) {
+        for (const Probe& p : probes)
+            if (p.path == path) return p;
+        ADD_FAILURE() << path;
+        return Probe{};
+    };
+    EXPECT_DOUBLE_EQ(probe("system.efficiency.scale_up").low.get<double>(), 0.98 * 0.95);
+    EXPECT_EQ(probe("system.efficiency.scale_up").high.get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(probe("system.efficiency.gemm_max").low.get<double>(), 0.95);
+    EXPECT_EQ(probe("system.efficiency.gemm_max").high.get<double>(), 1.0);
+    EXPECT_EQ(probe("system.accelerator.matrix_flop_per_s.fp8").high.get<double>(), 1e20);
+    EXPECT_DOUBLE_EQ(probe("system.scale_up.latency_s").low.get<double>(), 0.95e-6);
+    EXPECT_DOUBLE_EQ(probe("system.made_up").high.get<double>(), 2.1);
+    EXPECT_DOUBLE_EQ(probe("system.made_up").low.get<double>(), 1.9);
+    // T = x^2 over the clamped secant 0.931 .. 1.0 is exactly 2; gemm_max's high side equals the
+    // base, so only the backward difference counts even though that point "succeeded".
+    std::vector<PointOutcome> lo, hi;
+    for (const Probe& p : probes) {
+        lo.push_back({PointStatus::ok, {}, "", std::pow(p.low.get<double>(), 2.0)});
+        hi.push_back({PointStatus::ok, {}, "", std::pow(p.high.get<double>(), 2.0)});
+    }
+    for (const Elasticity& e : rank_elasticities(probes, lo, hi, 1.0)) {
+        if (e.path == "system.efficiency.scale_up") {
+            EXPECT_NEAR(e.elasticity, 2.0, 1e-12);
+            EXPECT_EQ(e.method, "central");
+        }
+        if (e.path == "system.efficiency.gemm_max") EXPECT_EQ(e.method, "backward");
+    }
+}
+
 TEST(Sensitivity, AFailedSideFallsBackToOneSided) {
     // T = x at x = 1 (an efficiency that cannot grow): backward difference from 0.95 to 1 -> 1.
     const Json base = {{"system", {{"efficiency", {{"scale_up", 1.0}}}}}};

@@ -89,6 +89,24 @@ const SystemField& system_field(std::string_view path) {
     throw std::logic_error("system field not in the table: " + std::string(path));
 }
 
+std::optional<FieldRange> system_field_range(std::string_view dotted) {
+    constexpr std::string_view kSystemPrefix = "system.", kEfficiencyPrefix = "system.efficiency.",
+                               kPeaksPrefix = "accelerator.matrix_flop_per_s.";
+    if (!dotted.starts_with(kSystemPrefix)) return std::nullopt;
+    if (dotted.starts_with(kEfficiencyPrefix)) {
+        for (const EfficiencyField& f : kEfficiency)
+            if (dotted.substr(kEfficiencyPrefix.size()) == f.key) return FieldRange{f.lo, f.hi};
+        return std::nullopt;
+    }
+    std::string_view path = dotted.substr(kSystemPrefix.size());
+    // Every precision's peak shares one entry.
+    if (path.starts_with(kPeaksPrefix) && path.find('.', kPeaksPrefix.size()) == std::string_view::npos)
+        path = "accelerator.matrix_flop_per_s.PRECISION";
+    for (const SystemField& f : kSystem)
+        if (path == f.path) return FieldRange{f.lo, f.hi};
+    return std::nullopt;
+}
+
 std::string system_schema_markdown() {
     const Efficiency defaults{};
     std::string o = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";

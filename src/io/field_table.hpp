@@ -5,6 +5,7 @@
 // ranges and defaults are the ones a system written without a preset is read with. The integer
 // counts (node_gpus, scale_up.domain_gpus, gpus_used_per_domain, hbm.stacks) and the technology
 // and HBM generation readers keep their ranges beside their own code.
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,13 @@ std::span<const SystemField> system_fields();
 // The entry of `path` (below system); a path not in the table is a programming error (throws
 // std::logic_error).
 const SystemField& system_field(std::string_view path);
+// The accepted range of a numeric system field by its dotted path from the document's root
+// ("system.efficiency.gemm_max", "system.accelerator.matrix_flop_per_s.bf16"); nullopt for a
+// path neither table holds (the integer counts, the technology and HBM sections).
+struct FieldRange {
+    double lo, hi;
+};
+std::optional<FieldRange> system_field_range(std::string_view dotted_path);
 // The choices of system.efficiency.decode_attention, the default first.
 std::span<const char* const> decode_attention_choices();
 // docs/PRESET_SCHEMA.md's generated part: markdown tables of the system fields and of every

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "io/field_table.hpp"
 #include "io/provenance.hpp"
 
 namespace sm {
@@ -19,9 +22,14 @@ std::vector<Probe> sensitivity_probes(const Json& base) {
             const int64_t x = v.get<int64_t>();
             p.low = x % 2 == 0 && x >= 2 ? Json(x / 2) : Json(x);
             p.high = Json(2 * x);
-        } else if (v.get<double>() != 0.0) {
-            p.low = v.get<double>() * (1 - kSensitivityStep);
-            p.high = v.get<double>() * (1 + kSensitivityStep);
+        } else if (const double x = v.get<double>(); x != 0.0) {
+            // A step that would leave the field's accepted range stops at its end (a shorter
+            // secant, still d ln T / d ln x); at the end itself that side is not tried.
+            const std::optional<FieldRange> range = system_field_range(path);
+            const double lo = range ? range->lo : -std::numeric_limits<double>::infinity();
+            const double hi = range ? range->hi : std::numeric_limits<double>::infinity();
+            p.low = std::clamp(x * (1 - kSensitivityStep), std::min(lo, x), std::max(hi, x));
+            p.high = std::clamp(x * (1 + kSensitivityStep), std::min(lo, x), std::max(hi, x));
         }
         out.push_back(std::move(p));
     });
@@ -43,7 +51,7 @@ std::vector<Elasticity> rank_elasticities(const std::vector<Probe>& probes, cons
         const bool integer = p.value.is_number_integer() || p.value.is_number_unsigned();
         // A side that failed (out of range, invalid layout) falls back to the base point.
         const bool lo_ok = low_out[i].status == PointStatus::ok && p.low != p.value;
-        const bool hi_ok = high_out[i].status == PointStatus::ok;
+        const bool hi_ok = high_out[i].status == PointStatus::ok && p.high != p.value;
         const double t_lo = lo_ok ? low_out[i].value : base_value;
         const double t_hi = hi_ok ? high_out[i].value : base_value;
         const double x_lo = lo_ok ? p.low.get<double>() : x;

@@ -2,8 +2,9 @@
 // `sensitivity`: the elasticity d ln(objective) / d ln(x) of every numeric field x of the system,
 // by central differences over points that are an ordinary sweep.
 //  - A real-valued field is moved to x(1-h) and x(1+h), h = kSensitivityStep (5%): the elasticity
-//    is ln(T+/T-) / ln((1+h)/(1-h)). Where one side leaves the field's range (an efficiency of 1
-//    cannot grow) the other side and x itself give a one-sided difference.
+//    is ln(T+/T-) / ln((1+h)/(1-h)). A step that would leave the field's range (the field table,
+//    io/field_table.hpp) stops at its end; at the end itself (an efficiency of 1 cannot grow), or
+//    where a side fails, the other side and x itself give a one-sided difference.
 //  - An integer field (GPUs per node, scale-up domain) has no 5% neighbour: it moves to x/2 and 2x
 //    (x and 2x when x/2 is not a whole number >= 1), a difference over a factor of 4 (or 2).
 //  - A field at zero (a latency of 0) has no relative change: skipped, listed with method "zero".
