@@ -65,6 +65,22 @@ TEST(Cost, BackwardIsTwoGemmsOfTheSameWork) {
     EXPECT_NEAR(c.bwd_s, 2 * (c.fwd_s - 1e-6) + 2e-6, 1e-9);
 }
 
+TEST(Cost, AGemmOnDataEngagesTheTensorArrayForItsWeightGradientOnly) {
+    // A ViT's patch embedding: A is pixels, so backward is the weight gradient alone. 2 x 4096^3
+    // FLOP at 50 TFLOP/s (gemm_max 0.5 of 100) is 2.749 ms in each pass that runs.
+    const SystemSpec s = toy_system();
+    Op op;
+    op.kind = OpKind::gemm;
+    op.weight = true;
+    op.input_grad = false;
+    op.gemm = {4096, 4096, 4096, 1};
+    const OpCost c = cost_op(op, s, CostContext{});
+    const double engaged = 2.0 * 4096.0 * 4096.0 * 4096.0 / 50e12;
+    EXPECT_NEAR(c.fwd_tensor_s, engaged, 1e-15);
+    EXPECT_NEAR(c.bwd_tensor_s, engaged, 1e-15);
+    EXPECT_LE(c.bwd_tensor_s, c.bwd_s);
+}
+
 TEST(Cost, Fp8GemmAddsCastTraffic) {
     const SystemSpec s = toy_system();
     CostContext fp8;

@@ -201,7 +201,7 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
                 c.dgrad_bytes += cast_bytes_bwd(g, ctx);
             }
             c.fwd_tensor_s = engaged(g);
-            c.bwd_tensor_s = engaged(dgrad) + engaged(wgrad);
+            c.bwd_tensor_s = (op.input_grad ? engaged(dgrad) : 0.0) + engaged(wgrad);
             if (op.frozen) {  // LoRA's base weights: the activation gradient only
                 c.wgrad_s = c.wgrad_flop = c.wgrad_bytes = 0;
                 c.bwd_flop = c.dgrad_flop;
