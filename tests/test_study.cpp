@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -424,6 +425,62 @@ TEST(SearchFloor, NeverAboveTheStepAndPruningKeepsTheBest) {
     EXPECT_EQ(all.best[0].score, pruned.best[0].score);
     EXPECT_GT(pruned.stats.pruned_bound, 0);
     EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated);
+}
+
+TEST(SearchFloor, TensorTimePerSampleNeverGrowsWithTheMicroBatch) {
+    // What lets the search bound a smaller micro-batch by a larger one's ops: every GEMM's
+    // efficiency rises with its token dimension. Checked over models with MoE, MLA, SUMMA-free
+    // 1D tensor parallelism, context parallelism and fp8, and the tensor time never above the time.
+    for (const char* model : {"gpt3-175b", "mixtral-8x7b", "deepseek-v3", "vit-era5"}) {
+        const Scenario s = testing::scenario(std::string(R"({"model": {"preset": ")") + model +
+                                                 R"("}, "system": {"preset": "dgx-h100"}, "training": {"global_batch": 512, "precision": "fp8"}})",
+                                             Purpose::search);
+        const TrainContext c{s.model, s.system, s.training};
+        for (const auto& [tp, cp] : {std::pair{1, 1}, std::pair{8, 1}, std::pair{4, 2}}) {
+            ParallelConfig p;
+            p.tp = tp;
+            p.cp = cp;
+            p.sequence_parallel = tp > 1;
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+                p.recompute = rc;
+                double previous = std::numeric_limits<double>::infinity();
+                for (int64_t mb : {1, 2, 3, 4, 8, 16}) {
+                    p.microbatch = mb;
+                    const LayerCosts lc = cost_layers(c, p);
+                    const double per_sample = micro_batch_tensor_s(s.model, lc) / static_cast<double>(mb);
+                    EXPECT_GT(per_sample, 0) << model;
+                    EXPECT_LE(per_sample, previous * (1 + 1e-12)) << model << " tp " << tp << " cp " << cp << " mb " << mb;
+                    EXPECT_LE(micro_batch_tensor_s(s.model, lc), micro_batch_total_s(s.model, lc)) << model << " mb " << mb;
+                    previous = per_sample;
+                }
+            }
+        }
+    }
+}
+
+TEST(SearchFloor, PruningKeepsTheBestOfEveryFamily) {
+    // The floors (a larger micro-batch's tensor time, the key's compute, its collectives) never
+    // lose the best layout: an MoE model in fp8, a ViT on a 72-GPU domain, a GQA model.
+    for (const auto& [model, system, precision] : {std::tuple{"mixtral-8x7b", "dgx-b200", "fp8"},
+                                                   std::tuple{"vit-era5", "gb200-nvl72", "bf16"},
+                                                   std::tuple{"llama2-70b", "dgx-h100", "fp8"}}) {
+        const Scenario s = testing::scenario(std::string(R"({"model": {"preset": ")") + model + R"("}, "system": {"preset": ")" +
+                                                 system + R"("}, "training": {"global_batch": 512, "precision": ")" + precision + R"("}})",
+                                             Purpose::search);
+        const TrainContext c{s.model, s.system, s.training};
+        SearchOptions o;
+        o.gpus = 64;
+        o.top_k = 1;
+        o.threads = 2;
+        const SearchResult all = search_layouts(c, {}, o);
+        o.prune_by_floor = true;
+        const SearchResult pruned = search_layouts(c, {}, o);
+        ASSERT_EQ(all.best.size(), 1u) << model;
+        ASSERT_EQ(pruned.best.size(), 1u) << model;
+        EXPECT_EQ(all.best[0].score, pruned.best[0].score) << model;
+        EXPECT_LT(pruned.stats.evaluated * 5, all.stats.evaluated) << model;  // the floors do prune
+        EXPECT_EQ(pruned.stats.evaluated + pruned.stats.pruned_bound, all.stats.evaluated) << model;
+    }
 }
 
 TEST(SearchFloor, TheAverageStageTimesMicroBatchesAndBubble) {

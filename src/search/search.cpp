@@ -61,16 +61,19 @@ struct Placement {
     LayerSpans layer;  // what cost_layers depends on: layouts sharing it share the layer costs
 };
 
-// One layer key but the placement and the recompute mode: everything cost_layers depends on
-// besides the tp, cp and ep groups' spans and which ops are re-run (the op lists and each op's
-// cost are the same under every mode, so a task builds them once). Its layouts are, per recompute
-// mode, the shapes in [shape_begin, shape_end) whose dp admits the micro-batch, times their
-// placements, times ZeRO stages, times vp.
+// One family of layer keys: every micro-batch of one (tp, cp, ep, sp, CP kind). A layer key is
+// everything cost_layers depends on besides the tp, cp and ep groups' spans and which ops are
+// re-run (the op lists and each op's cost are the same under every mode, so a key builds them
+// once). A family's keys run largest micro-batch first in one task: the tensor time per sample
+// only grows as the micro-batch shrinks (every GEMM's efficiency rises with its token dimension),
+// so a larger key's bounds a smaller one's before its ops are built. Its layouts are, per
+// micro-batch and recompute mode, the shapes in [shape_begin, shape_end) whose dp admits the
+// micro-batch, times their placements, times ZeRO stages, times vp.
 struct Task {
     size_t shape_begin, shape_end;
     bool sp;
-    std::array<bool, 3> recompute;  // by Recompute value: the modes searched
-    int64_t microbatch;
+    std::array<bool, 3> recompute;      // by Recompute value: the modes searched
+    std::vector<int64_t> microbatches;  // largest first: the layer keys of the family
     CpKind cp_kind;
     int64_t layouts;
 };
@@ -238,22 +241,26 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
             for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
                 modes[static_cast<size_t>(rc)] = !f.recompute || *f.recompute == rc;
             const auto n_modes = static_cast<int64_t>(std::count(modes.begin(), modes.end(), true));
-            for (int64_t mb : microbatches) {
-                if (!allowed(f.microbatch, mb)) continue;
-                for (CpKind kind : kCpKinds) {
-                    if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
-                    Task t{g.begin, g.end, sp, modes, mb, kind, 0};
+            for (CpKind kind : kCpKinds) {
+                if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
+                Task t{g.begin, g.end, sp, modes, {}, kind, 0};
+                for (auto mb = microbatches.rbegin(); mb != microbatches.rend(); ++mb) {
+                    if (!allowed(f.microbatch, *mb)) continue;
+                    int64_t layouts = 0;
                     for (size_t i = g.begin; i < g.end; ++i)
-                        if (admits(plan.shapes[i], gb, mb))
-                            t.layouts += n_modes * n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
-                    if (t.layouts == 0) continue;
-                    plan.candidates += t.layouts;
-                    if (o.tp_within_domain && tp > c.system.used_per_domain()) {
-                        plan.pruned_domain += t.layouts;
-                        continue;
-                    }
-                    plan.tasks.push_back(t);
+                        if (admits(plan.shapes[i], gb, *mb))
+                            layouts += n_modes * n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
+                    if (layouts == 0) continue;
+                    t.microbatches.push_back(*mb);
+                    t.layouts += layouts;
                 }
+                if (t.layouts == 0) continue;
+                plan.candidates += t.layouts;
+                if (o.tp_within_domain && tp > c.system.used_per_domain()) {
+                    plan.pruned_domain += t.layouts;
+                    continue;
+                }
+                plan.tasks.push_back(std::move(t));
             }
         }
     }
@@ -329,80 +336,94 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
     p.first_stage_layers = f.first_stage_layers;
     p.last_stage_layers = f.last_stage_layers;
     p.sequence_parallel = t.sp;
-    p.microbatch = t.microbatch;
     p.cp_kind = t.cp_kind;
     p.offload = f.offload;
-    std::optional<LayerOpSet> ops;  // the task's op lists and op costs, built at first need
-    for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-        if (!t.recompute[static_cast<size_t>(rc)]) continue;
-        p.recompute = rc;
-        w.costs.clear();  // costed only if some layout needs them
-        std::optional<LayerCompute> compute;
-        double compute_total_s = 0;  // one micro-batch's compute through every stage
-        auto computed = [&]() -> const LayerCompute& {
-            if (!ops) ops.emplace(layer_op_set(c, p));
-            if (!compute) {
-                compute.emplace(compute_layers(c, *ops, rc));
-                compute_total_s = micro_batch_total_s(c.model, compute->costs);
-            }
-            return *compute;
-        };
-        auto compute_floor_s = [&] {
-            computed();
-            return step_time_floor_s(c, p, compute_total_s);
-        };
-        for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
-            const Shape& s = plan.shapes[i];
-            if (!admits(s, gb, t.microbatch)) continue;
-            if (stop && stop->load(std::memory_order_relaxed)) return;
-            set_degrees(p, s);
-            p.vp = s.max_vp;  // the floors below hold for every vp of the shape
-            const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
-            // The compute alone bounds every placement, ZeRO stage and vp of the shape: skip them
-            // all before their collectives are costed.
-            if (floor_prunes && beaten(compute_floor_s())) {
-                for (int64_t z : plan.zeros)
-                    (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
-                continue;
-            }
-            for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
-                const Placement& place = plan.places[pl];
-                p.order = place.order;
-                const LayerCosts* costs = nullptr;
-                double total_s = -1;  // one micro-batch through every stage, collectives included
-                for (int64_t z : plan.zeros) {
-                    if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
-                        w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
-                        continue;
-                    }
-                    p.zero = z;
-                    if (!costs) costs = w.costs.find(place.layer);
-                    if (!costs) {
-                        costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
-                        ++w.stats.layer_costings;
-                    }
-                    // The floor at the shape's largest vp holds for every ZeRO stage and vp.
-                    if (floor_prunes && total_s < 0) total_s = micro_batch_total_s(c.model, *costs);
-                    p.vp = s.max_vp;
-                    if (floor_prunes && beaten(step_time_floor_s(c, p, total_s))) {
-                        w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
-                        continue;
-                    }
-                    const StageRates rates = stage_rates(c, plan.params, p, *costs);  // the same for every vp
-                    for (size_t v = 0; v < s.vp_count; ++v) {
-                        p.vp = plan.vps[s.vp_begin + v].vp;
-                        p.split = plan.vps[s.vp_begin + v].split;
-                        // A smaller vp has a longer bubble: its own floor may already lose.
-                        if (floor_prunes && p.vp < s.max_vp && beaten(step_time_floor_s(c, p, total_s))) {
-                            ++w.stats.pruned_bound;
+    // By recompute mode, the tensor-array time per sample of the smallest micro-batch of this
+    // family whose ops were built (0: none yet): no smaller micro-batch needs less per sample.
+    std::array<double, 3> tensor_per_sample{};
+    for (const int64_t mb : t.microbatches) {
+        p.microbatch = mb;
+        std::optional<LayerOpSet> ops;  // the key's op lists and op costs, built at first need
+        for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+            const auto mode = static_cast<size_t>(rc);
+            if (!t.recompute[mode]) continue;
+            p.recompute = rc;
+            w.costs.clear();  // costed only if some layout needs them
+            std::optional<LayerCompute> compute;
+            double compute_total_s = 0;  // one micro-batch's compute through every stage
+            auto computed = [&]() -> const LayerCompute& {
+                if (!ops) ops.emplace(layer_op_set(c, p));
+                if (!compute) {
+                    compute.emplace(compute_layers(c, *ops, rc));
+                    compute_total_s = micro_batch_total_s(c.model, compute->costs);
+                    tensor_per_sample[mode] = micro_batch_tensor_s(c.model, compute->costs) / static_cast<double>(mb);
+                }
+                return *compute;
+            };
+            for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
+                const Shape& s = plan.shapes[i];
+                if (!admits(s, gb, mb)) continue;
+                if (stop && stop->load(std::memory_order_relaxed)) return;
+                set_degrees(p, s);
+                p.vp = s.max_vp;  // the floors below hold for every vp of the shape
+                const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
+                // Bounds on every placement, ZeRO stage and vp of the shape, cheapest first: a
+                // larger micro-batch's tensor time per sample (before this key's ops are built),
+                // then the key's compute (before the placements' collectives are costed).
+                const auto lost_before_ops = [&] {
+                    return !compute && tensor_per_sample[mode] > 0 &&
+                           beaten(step_time_floor_s(c, p, static_cast<double>(mb) * tensor_per_sample[mode]));
+                };
+                const auto lost_on_compute = [&] {
+                    computed();
+                    return beaten(step_time_floor_s(c, p, compute_total_s));
+                };
+                if (floor_prunes && (lost_before_ops() || lost_on_compute())) {
+                    for (int64_t z : plan.zeros)
+                        (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
+                    continue;
+                }
+                for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
+                    const Placement& place = plan.places[pl];
+                    p.order = place.order;
+                    const LayerCosts* costs = nullptr;
+                    double total_s = 0;  // one micro-batch through every stage, collectives included
+                    for (int64_t z : plan.zeros) {
+                        if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
+                            w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
                             continue;
                         }
-                        const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans, rates);
-                        ++w.stats.evaluated;
-                        if (!r.fits_in_memory) continue;
-                        ++w.stats.feasible;
-                        const double score = objective_score(obj, r);
-                        if (w.top.wants(score)) w.top.offer({p, r, score});
+                        p.zero = z;
+                        if (!costs) {
+                            costs = w.costs.find(place.layer);
+                            if (!costs) {
+                                costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
+                                ++w.stats.layer_costings;
+                            }
+                            total_s = micro_batch_total_s(c.model, *costs);
+                        }
+                        // The floor at the shape's largest vp holds for every ZeRO stage and vp.
+                        p.vp = s.max_vp;
+                        if (floor_prunes && beaten(step_time_floor_s(c, p, total_s))) {
+                            w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
+                            continue;
+                        }
+                        const StageRates rates = stage_rates(c, plan.params, p, *costs);  // the same for every vp
+                        for (size_t v = 0; v < s.vp_count; ++v) {
+                            p.vp = plan.vps[s.vp_begin + v].vp;
+                            p.split = plan.vps[s.vp_begin + v].split;
+                            // A smaller vp has a longer bubble: its own floor may already lose.
+                            if (floor_prunes && p.vp < s.max_vp && beaten(step_time_floor_s(c, p, total_s))) {
+                                ++w.stats.pruned_bound;
+                                continue;
+                            }
+                            const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans, rates);
+                            ++w.stats.evaluated;
+                            if (!r.fits_in_memory) continue;
+                            ++w.stats.feasible;
+                            const double score = objective_score(obj, r);
+                            if (w.top.wants(score)) w.top.offer({p, r, score});
+                        }
                     }
                 }
             }

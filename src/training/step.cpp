@@ -489,6 +489,13 @@ double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
     return total;
 }
 
+double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) {
+    double total = lc.embedding.work.tensor_s + lc.head.work.tensor_s;
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+        if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].work.tensor_s;
+    return total;
+}
+
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
     return step_time_floor_s(c, p, micro_batch_total_s(c.model, lc));
 }

@@ -181,6 +181,10 @@ double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const L
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, double micro_batch_total_s);
 // One micro-batch through every pipeline GPU: all blocks, the embedding and the head.
 double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc);
+// Of which the tensor array is engaged (each matrix kernel's FLOP at the rate it reaches: never
+// more than the kernel's time). Per sample it never grows with the micro-batch, every GEMM's
+// efficiency rising with its token dimension: the search bounds smaller micro-batches by it.
+double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);
