@@ -110,7 +110,7 @@ void set_degrees(ParallelConfig& p, const Shape& s) {
 // A lower bound on every layout of this shape and ZeRO stage: the step model with zero
 // per-layer costs keeps weights, gradients, optimizer state and fixed overheads, the parts
 // no micro-batch, schedule or recompute choice changes; activations only add to it.
-double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, const Interleave& v,
+double static_memory_bytes(const TrainContext& c, const ParamCount& params, const Shape& s, int64_t zero, const Interleave& v,
                            const LayoutConstraints& f) {
     ParallelConfig p;
     p.offload = f.offload;
@@ -123,7 +123,8 @@ double static_memory_bytes(const TrainContext& c, const Shape& s, int64_t zero, 
     p.microbatch = 1;
     p.recompute = Recompute::full;
     p.sequence_parallel = s.tp > 1;
-    return assemble_step(c, p, LayerCosts{}).memory.peak_bytes_per_gpu;
+    // Memory does not depend on where the groups sit: no placement needed.
+    return assemble_step(c, p, LayerCosts{}, params, CommSpans{}).memory.peak_bytes_per_gpu;
 }
 
 // The rank orders of shape s that place some group differently from every order before them.
@@ -131,9 +132,17 @@ void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& pla
     s.place_begin = plan.places.size();
     ParallelConfig q;
     set_degrees(q, s);
+    std::array<RankStrides, std::size(kRankOrders)> tried{};  // the strides of the orders already placed
+    size_t n_tried = 0;
     for (RankOrder o : kRankOrders) {
         if (f.order && *f.order != o) continue;
         q.order = o;
+        // Placement reads the order only through the ranks' strides: an order that strides every
+        // dimension as an earlier one does (it moves only digits of size 1) places nothing anew.
+        const RankStrides st = rank_strides(q);
+        const auto same_strides = [&st](const RankStrides& r) { return r.tp == st.tp && r.cp == st.cp && r.dp == st.dp && r.pp == st.pp; };
+        if (std::any_of(tried.begin(), tried.begin() + static_cast<std::ptrdiff_t>(n_tried), same_strides)) continue;
+        tried[n_tried++] = st;
         const CommSpans spans = place_groups(q, c.system);
         bool seen = false;
         for (size_t i = s.place_begin; i < plan.places.size() && !seen; ++i) seen = same_spans(plan.places[i].spans, spans);
@@ -215,7 +224,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                                 const uint32_t bit = 1u << static_cast<unsigned>(iv.split);
                                 if (seen & bit) continue;
                                 seen |= bit;
-                                low = std::min(low, static_memory_bytes(c, s, z, iv, f));
+                                low = std::min(low, static_memory_bytes(c, plan.params, s, z, iv, f));
                             }
                             s.static_bytes[static_cast<size_t>(z)] = low;
                         }
