@@ -234,6 +234,7 @@ TEST(Search, OrdersOnlyWhereTheyMoveAGroup) {
 TEST(Search, ThreadCountDoesNotChangeTheAnswer) {
     const Json doc = doc_of(kGpt3);
     const SearchResult one = run_search(doc, 4096, Objective::step_time, true, 1, 20);
+    EXPECT_EQ(one.stats.threads, 1u);  // one thread asked, one used (and reported)
     for (unsigned t : {2u, 3u, 7u}) {
         const SearchResult r = run_search(doc, 4096, Objective::step_time, true, t, 20);
         EXPECT_EQ(r.stats.threads, t);

@@ -5,9 +5,10 @@
 // Speed comes from the split of the step model: the op lists and each op's cost depend only on
 // how one layer is cut, (tp, cp, ep, sp, micro-batch), so they are built once per such key and
 // summed once per recompute mode; the collectives (cost_layers) once per placement of the key's
-// groups; assemble_step (~0.1 us) once per layout. Work is split into tasks, one per layer key;
-// threads pull tasks, keep their own counters and top-K, and the results are merged under a
-// total order, so the answer does not depend on the thread count.
+// groups; assemble_step (~0.1 us) once per layout. Work is split into tasks, one per family of
+// keys (every micro-batch of one tp, cp, ep, sp, CP kind); threads pull tasks, keep their own
+// counters and top-K, and the results are merged under a total order, so the answer does not
+// depend on the thread count.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -59,7 +60,8 @@ struct SearchOptions {
     bool tp_within_domain = true;
     // Set (e.g. by a SIGINT handler) to stop early; the result then holds the best so far.
     const std::atomic<bool>* stop = nullptr;
-    // Skip a layout key whose step-time floor (step_time_floor_s; the compute alone before a
+    // Skip a layout key whose step-time floor (step_time_floor_s: from a larger micro-batch's
+    // tensor time per sample before the key's ops are built, from the key's compute before a
     // placement's collectives are costed, then with them) is above the K-th best kept:
     // the same best K, far fewer layouts costed (the counts then say so: pruned_bound). Off by
     // default so that `search` reports every layout's fate; the studies turn it on.
