@@ -236,7 +236,9 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
         }
     }
 
-    const std::vector<int64_t> microbatches = divisors(gb);
+    // Largest first: within a family the larger micro-batches bound the smaller ones (run_task).
+    std::vector<int64_t> microbatches = divisors(gb);
+    std::reverse(microbatches.begin(), microbatches.end());
     const auto n_zero = static_cast<int64_t>(plan.zeros.size());
     for (const Group& g : groups) {
         const int64_t tp = plan.shapes[g.begin].tp, cp = plan.shapes[g.begin].cp;
@@ -253,14 +255,14 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
             for (CpKind kind : kCpKinds) {
                 if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
                 Task t{g.begin, g.end, sp, modes, {}, kind, 0};
-                for (auto mb = microbatches.rbegin(); mb != microbatches.rend(); ++mb) {
-                    if (!allowed(f.microbatch, *mb)) continue;
+                for (const int64_t mb : microbatches) {
+                    if (!allowed(f.microbatch, mb)) continue;
                     int64_t layouts = 0;
                     for (size_t i = g.begin; i < g.end; ++i)
-                        if (admits(plan.shapes[i], gb, *mb))
+                        if (admits(plan.shapes[i], gb, mb))
                             layouts += n_modes * n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
                     if (layouts == 0) continue;
-                    t.microbatches.push_back(*mb);
+                    t.microbatches.push_back(mb);
                     t.layouts += layouts;
                 }
                 if (t.layouts == 0) continue;
