@@ -45,6 +45,15 @@ TEST(Grid, GeometricRangeOfIntegersIncludesStop) {
     EXPECT_EQ(values_of("a=1:50:x3").back().get<int64_t>(), 27);
 }
 
+TEST(Grid, GeometricRangeNeedsAPositiveStartAndAFactorAboveOne) {
+    // Either failing is enough: a start of 0 never grows, a factor of 1 never moves.
+    for (const char* spec : {"a=0:16:x2", "a=1:16:x1", "a=-2:16:x2", "a=1:16:x0.5"}) {
+        const InputError e = vary_error(spec);
+        EXPECT_EQ(e.path, "--vary") << spec;
+        EXPECT_NE(e.message().find("START > 0 and a factor F > 1"), std::string::npos) << spec << ": " << e.message();
+    }
+}
+
 TEST(Grid, ArithmeticRangeWithAFractionalStep) {
     const auto v = values_of("x=0:1:+0.25");
     ASSERT_EQ(v.size(), 5u);
