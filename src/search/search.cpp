@@ -328,36 +328,97 @@ struct alignas(64) Worker {
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
 };
 
-void run_task(const TrainContext& c, const Plan& plan, const Task& t, const LayoutConstraints& f, Objective obj,
-              Worker& w, const std::atomic<bool>* stop, bool prune_by_floor) {
-    // The floor bounds step time; only the step-time objective ranks by it directly. Cost is step
-    // time times a constant (GPUs x price) at one GPU count, so the floor in dollars prunes it too.
-    const bool floor_prunes = prune_by_floor && (obj == Objective::step_time || obj == Objective::cost);
-    const double gpus = static_cast<double>(plan.shapes[t.shape_begin].tp * plan.shapes[t.shape_begin].cp *
-                                            plan.shapes[t.shape_begin].pp * plan.shapes[t.shape_begin].dp);
-    // Whether a step-time floor already loses to the K-th best kept; relative slack because the
-    // floor sums the step's terms in another order.
-    auto beaten = [&](double floor_s) {
+// What one task's loops share: the context, the worker's counters and best K, and the bound.
+struct TaskScope {
+    const TrainContext& c;
+    const Plan& plan;
+    Objective obj;
+    Worker& w;
+    bool floor_prunes;  // only the best K are wanted and the objective is step time's order
+    double gpus, capacity;
+    // Whether a step-time floor already loses to the K-th best kept (cost: the floor in dollars);
+    // relative slack because the floor sums the step's terms in another order.
+    [[nodiscard]] bool beaten(double floor_s) const {
         const double score = obj == Objective::cost ? cost_usd(c.system, floor_s, gpus) : floor_s;
         return score > w.top.worst() * (1.0 + 1e-12);
-    };
+    }
+};
+
+// Every ZeRO stage and vp of shape s with its groups placed by `place`; `compute` is its layer
+// key's (null only when no ZeRO stage of the shape fits in memory).
+void run_placement(const TaskScope& t, const Shape& s, const Placement& place, const LayerCompute* compute, ParallelConfig& p) {
+    const TrainContext& c = t.c;
+    Worker& w = t.w;
+    p.order = place.order;
+    const LayerCosts* costs = nullptr;
+    double total_s = 0;  // one micro-batch through every stage, collectives included
+    for (int64_t z : t.plan.zeros) {
+        if (s.static_bytes[static_cast<size_t>(z)] > t.capacity) {
+            w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
+            continue;
+        }
+        p.zero = z;
+        if (!costs) {
+            costs = w.costs.find(place.layer);
+            if (!costs) {
+                costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, *compute));
+                ++w.stats.layer_costings;
+            }
+            total_s = micro_batch_total_s(c.model, *costs);
+        }
+        // The floor at the shape's largest vp holds for every ZeRO stage and vp.
+        p.vp = s.max_vp;
+        if (t.floor_prunes && t.beaten(step_time_floor_s(c, p, total_s))) {
+            w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
+            continue;
+        }
+        const StageRates rates = stage_rates(c, t.plan.params, p, *costs);  // the same for every vp
+        for (size_t v = 0; v < s.vp_count; ++v) {
+            p.vp = t.plan.vps[s.vp_begin + v].vp;
+            p.split = t.plan.vps[s.vp_begin + v].split;
+            // A smaller vp has a longer bubble: its own floor may already lose.
+            if (t.floor_prunes && p.vp < s.max_vp && t.beaten(step_time_floor_s(c, p, total_s))) {
+                ++w.stats.pruned_bound;
+                continue;
+            }
+            const TrainResult r = assemble_step(c, p, *costs, t.plan.params, place.spans, rates);
+            ++w.stats.evaluated;
+            if (!r.fits_in_memory) continue;
+            ++w.stats.feasible;
+            const double score = objective_score(t.obj, r);
+            if (w.top.wants(score)) w.top.offer({p, r, score});
+        }
+    }
+}
+
+void run_task(const TrainContext& c, const Plan& plan, const Task& task, const LayoutConstraints& f, Objective obj,
+              Worker& w, const std::atomic<bool>* stop, bool prune_by_floor) {
+    const Shape& first = plan.shapes[task.shape_begin];
+    // The floor bounds step time; only the step-time objective ranks by it directly. Cost is step
+    // time times a constant (GPUs x price) at one GPU count, so the floor in dollars prunes it too.
+    const TaskScope t{c,
+                      plan,
+                      obj,
+                      w,
+                      prune_by_floor && (obj == Objective::step_time || obj == Objective::cost),
+                      static_cast<double>(first.tp * first.cp * first.pp * first.dp),
+                      c.system.accel.memory_bytes};
     const int64_t gb = c.training.global_batch;
-    const double capacity = c.system.accel.memory_bytes;
     ParallelConfig p;
     p.first_stage_layers = f.first_stage_layers;
     p.last_stage_layers = f.last_stage_layers;
-    p.sequence_parallel = t.sp;
-    p.cp_kind = t.cp_kind;
+    p.sequence_parallel = task.sp;
+    p.cp_kind = task.cp_kind;
     p.offload = f.offload;
     // By recompute mode, the tensor-array time per sample of the smallest micro-batch of this
     // family whose ops were built (0: none yet): no smaller micro-batch needs less per sample.
     std::array<double, 3> tensor_per_sample{};
-    for (const int64_t mb : t.microbatches) {
+    for (const int64_t mb : task.microbatches) {
         p.microbatch = mb;
         std::optional<LayerOpSet> ops;  // the key's op lists and op costs, built at first need
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
             const auto mode = static_cast<size_t>(rc);
-            if (!t.recompute[mode]) continue;
+            if (!task.recompute[mode]) continue;
             p.recompute = rc;
             w.costs.clear();  // costed only if some layout needs them
             std::optional<LayerCompute> compute;
@@ -371,72 +432,35 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& t, const Layo
                 }
                 return *compute;
             };
-            for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
+            for (size_t i = task.shape_begin; i < task.shape_end; ++i) {
                 const Shape& s = plan.shapes[i];
                 if (!admits(s, gb, mb)) continue;
                 if (stop && stop->load(std::memory_order_relaxed)) return;
                 set_degrees(p, s);
                 p.vp = s.max_vp;  // the floors below hold for every vp of the shape
-                const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
                 // Bounds on every placement, ZeRO stage and vp of the shape, cheapest first: a
                 // larger micro-batch's tensor time per sample (before this key's ops are built),
                 // then the key's compute (before the placements' collectives are costed).
                 const auto lost_before_ops = [&] {
                     return !compute && tensor_per_sample[mode] > 0 &&
-                           beaten(step_time_floor_s(c, p, static_cast<double>(mb) * tensor_per_sample[mode]));
+                           t.beaten(step_time_floor_s(c, p, static_cast<double>(mb) * tensor_per_sample[mode]));
                 };
                 const auto lost_on_compute = [&] {
                     computed();
-                    return beaten(step_time_floor_s(c, p, compute_total_s));
+                    return t.beaten(step_time_floor_s(c, p, compute_total_s));
                 };
-                if (floor_prunes && (lost_before_ops() || lost_on_compute())) {
+                if (t.floor_prunes && (lost_before_ops() || lost_on_compute())) {
+                    const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
                     for (int64_t z : plan.zeros)
-                        (s.static_bytes[static_cast<size_t>(z)] > capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
+                        (s.static_bytes[static_cast<size_t>(z)] > t.capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
                     continue;
                 }
-                for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
-                    const Placement& place = plan.places[pl];
-                    p.order = place.order;
-                    const LayerCosts* costs = nullptr;
-                    double total_s = 0;  // one micro-batch through every stage, collectives included
-                    for (int64_t z : plan.zeros) {
-                        if (s.static_bytes[static_cast<size_t>(z)] > capacity) {
-                            w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
-                            continue;
-                        }
-                        p.zero = z;
-                        if (!costs) {
-                            costs = w.costs.find(place.layer);
-                            if (!costs) {
-                                costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, computed()));
-                                ++w.stats.layer_costings;
-                            }
-                            total_s = micro_batch_total_s(c.model, *costs);
-                        }
-                        // The floor at the shape's largest vp holds for every ZeRO stage and vp.
-                        p.vp = s.max_vp;
-                        if (floor_prunes && beaten(step_time_floor_s(c, p, total_s))) {
-                            w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
-                            continue;
-                        }
-                        const StageRates rates = stage_rates(c, plan.params, p, *costs);  // the same for every vp
-                        for (size_t v = 0; v < s.vp_count; ++v) {
-                            p.vp = plan.vps[s.vp_begin + v].vp;
-                            p.split = plan.vps[s.vp_begin + v].split;
-                            // A smaller vp has a longer bubble: its own floor may already lose.
-                            if (floor_prunes && p.vp < s.max_vp && beaten(step_time_floor_s(c, p, total_s))) {
-                                ++w.stats.pruned_bound;
-                                continue;
-                            }
-                            const TrainResult r = assemble_step(c, p, *costs, plan.params, place.spans, rates);
-                            ++w.stats.evaluated;
-                            if (!r.fits_in_memory) continue;
-                            ++w.stats.feasible;
-                            const double score = objective_score(obj, r);
-                            if (w.top.wants(score)) w.top.offer({p, r, score});
-                        }
-                    }
-                }
+                const bool some_zero_fits = std::any_of(plan.zeros.begin(), plan.zeros.end(), [&](int64_t z) {
+                    return s.static_bytes[static_cast<size_t>(z)] <= t.capacity;
+                });
+                const LayerCompute* key = some_zero_fits ? &computed() : nullptr;
+                for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl)
+                    run_placement(t, s, plan.places[pl], key, p);
             }
         }
     }
