@@ -126,6 +126,16 @@ TEST(DecodeAttention, MlaDecodeRope) {
     EXPECT_DOUBLE_EQ(testing::op_named(ops, "rope").bytes, 2.0 * 64 * 17 * 64 * 2);
 }
 
+// The same 64 tokens in a prompt (not absorbed): the same rotary parts, 64 x (16 + 1) x 64.
+TEST(DecodeAttention, MlaPromptRope) {
+    const ModelSpec m = testing::model_preset("deepseek-v3");
+    LayerShape s = decode_step();
+    s.tp = 8;
+    s.decode = false;
+    const LayerOps ops = layer_ops(m, s, LayerKind::dense);
+    EXPECT_DOUBLE_EQ(testing::op_named(ops, "rope").bytes, 2.0 * 64 * 17 * 64 * 2);
+}
+
 // MLA without a query latent (DeepSeek-V2-Lite's q_lora_rank 0): the query projection runs on
 // the hidden state, whose copy the KV down projection already keeps: it keeps nothing more.
 TEST(DecodeAttention, MlaWithoutQueryLatentKeepsNoSecondInput) {

@@ -121,6 +121,11 @@ TEST(Disaggregated, IdleEnergyOfBothPools) {
         unbalanced = unbalanced || std::abs(p - d) > 0.01 * std::min(p, d);
     }
     EXPECT_TRUE(unbalanced);
+    // Two GPUs: one instance size (1 GPU), so one decode layout and its point the first listed.
+    const DisaggResult two = disaggregated_search({m, sys, s}, 2, ServeTargets{0, 0}, 20);
+    ASSERT_FALSE(two.best.empty());
+    for (const DisaggHit& h : two.best)
+        EXPECT_NEAR(h.energy.total_j(), 100.0 * static_cast<double>(h.gpus) / h.requests_per_s, 1e-9 * h.energy.total_j());
 }
 
 // Ranked by joules, the first pairing spends no more per request than any other listed, and
