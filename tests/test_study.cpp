@@ -349,13 +349,20 @@ TEST(Sensitivity, ProbesStayInsideTheFieldTable) {
         lo.push_back({PointStatus::ok, {}, "", std::pow(p.low.get<double>(), 2.0)});
         hi.push_back({PointStatus::ok, {}, "", std::pow(p.high.get<double>(), 2.0)});
     }
+    int checked = 0;
     for (const Elasticity& e : rank_elasticities(probes, lo, hi, 1.0)) {
         if (e.path == "system.efficiency.scale_up") {
             EXPECT_NEAR(e.elasticity, 2.0, 1e-12);
             EXPECT_EQ(e.method, "central");
+            ++checked;
         }
-        if (e.path == "system.efficiency.gemm_max") EXPECT_EQ(e.method, "backward");
+        if (e.path == "system.efficiency.gemm_max") {
+            EXPECT_NEAR(e.elasticity, 2.0, 1e-12);
+            EXPECT_EQ(e.method, "backward");
+            ++checked;
+        }
     }
+    EXPECT_EQ(checked, 2);  // both fields were ranked
 }
 
 TEST(Sensitivity, AFailedSideFallsBackToOneSided) {
