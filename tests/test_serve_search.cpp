@@ -160,6 +160,15 @@ TEST(ServeSearch, DenseModelsRunOneExpertGroup) {
     for (const ServeHit& h : r.pareto) EXPECT_EQ(h.layout.ep, 1);
 }
 
+TEST(ServeSearch, ProgressCountsEveryLayoutOnce) {
+    const FourMegabytes t;
+    std::vector<std::pair<int64_t, int64_t>> calls;
+    const ServeSearchResult r = serve_search({t.m, t.sys, t.s}, 4, {0, 0}, 5, [&](int64_t done, int64_t total) { calls.emplace_back(done, total); });
+    ASSERT_GT(r.layouts, 1);
+    ASSERT_EQ(calls.size(), static_cast<size_t>(r.layouts));
+    for (size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], std::make_pair(static_cast<int64_t>(i) + 1, r.layouts));
+}
+
 // Targets nothing meets: no best, and the front holds only real steady states (no concurrency 0
 // slipped in for the target that no concurrency meets).
 TEST(ServeSearch, ImpossibleTargetsLeaveOnlyRealPoints) {

@@ -81,6 +81,12 @@ TEST(Serving, LargestOnPrefixByHand) {
     EXPECT_EQ(largest_on_prefix(upto(99), 100), 99);
 }
 
+TEST(Serving, DecodeConcurrenciesArePowersOfTwoAndTheLimit) {
+    const InferContext c{testing::tiny_llama(2), testing::round_inference_system(), toy_serving_workload()};
+    EXPECT_EQ(concurrency_candidates(c, 100, ServeRole::decode), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 100}));
+    EXPECT_EQ(concurrency_candidates(c, 1, ServeRole::decode), (std::vector<int64_t>{1}));
+}
+
 TEST(Serving, PrefillBoundPromptsQueueByHand) {
     // C = 16: prompts need 16 x 100 / 64 = 25 steps of chunk budget per lifetime, more than the
     // 12 steps a lone request takes: lifetimes stretch to 25 steps, every step carries a full

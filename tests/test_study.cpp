@@ -54,6 +54,14 @@ TEST(Grid, GeometricRangeNeedsAPositiveStartAndAFactorAboveOne) {
     }
 }
 
+TEST(Grid, RangeBoundsAndStepMustEachBeNumbers) {
+    for (const char* spec : {"a=q:16:x2", "a=1:zz:x2", "a=1:16:xq", "a=1:16:2"}) {
+        const InputError e = vary_error(spec);
+        EXPECT_EQ(e.path, "--vary") << spec;
+        EXPECT_NE(e.message().find("START:STOP:xF or START:STOP:+S"), std::string::npos) << spec << ": " << e.message();
+    }
+}
+
 TEST(Grid, ArithmeticRangeWithAFractionalStep) {
     const auto v = values_of("x=0:1:+0.25");
     ASSERT_EQ(v.size(), 5u);
