@@ -364,7 +364,7 @@ void run_placement(const TaskScope& t, const Shape& s, const Placement& place, c
                 costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, *compute));
                 ++w.stats.layer_costings;
             }
-            total_s = micro_batch_total_s(t.plan.params, *costs);
+            total_s = micro_batch_total_s(c.model, *costs);
         }
         // The floor at the shape's largest vp holds for every ZeRO stage and vp.
         p.vp = s.max_vp;
@@ -427,8 +427,8 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 if (!ops) ops.emplace(layer_op_set(c, p));
                 if (!compute) {
                     compute.emplace(compute_layers(c, *ops, rc));
-                    compute_total_s = micro_batch_total_s(plan.params, compute->costs);
-                    tensor_per_sample[mode] = micro_batch_tensor_s(plan.params, compute->costs) / static_cast<double>(mb);
+                    compute_total_s = micro_batch_total_s(c.model, compute->costs);
+                    tensor_per_sample[mode] = micro_batch_tensor_s(c.model, compute->costs) / static_cast<double>(mb);
                 }
                 return *compute;
             };

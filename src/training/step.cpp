@@ -479,34 +479,27 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
     return std::min(chunks, microbatches * as_d(vp)) / as_d(vp);
 }
 
-namespace {
-
-// A per-block figure summed over one micro-batch through every stage: each kind's blocks, the
-// embedding and the head.
-template <typename Of>
-double over_model(const ParamCount& pc, const LayerCosts& lc, Of of) {
-    double total = of(lc.embedding) + of(lc.head);
-    for (size_t k = 0; k < kLayerKinds; ++k) total += as_d(pc.layers[k]) * of(lc.layer[k]);
+// Every pipeline GPU's micro-batch takes at least the pipeline's average: the model's blocks, the
+// embedding and the head over pp (the slowest GPU, which paces the step and the bubble, is at
+// least that); the bubble's (pp - 1)/vp falls as vp grows, so p.vp's holds for every vp below.
+double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
+    double total = lc.embedding.total_s() + lc.head.total_s();
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+        if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
     return total;
 }
 
-}  // namespace
-
-double micro_batch_total_s(const ParamCount& pc, const LayerCosts& lc) {
-    return over_model(pc, lc, [](const BlockCost& b) { return b.total_s(); });
-}
-
-double micro_batch_tensor_s(const ParamCount& pc, const LayerCosts& lc) {
-    return over_model(pc, lc, [](const BlockCost& b) { return b.work.tensor_s; });
+double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) {
+    double total = lc.embedding.work.tensor_s + lc.head.work.tensor_s;
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+        if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].work.tensor_s;
+    return total;
 }
 
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
-    return step_time_floor_s(c, p, micro_batch_total_s(count_params(c.model, c.training.lora), lc));
+    return step_time_floor_s(c, p, micro_batch_total_s(c.model, lc));
 }
 
-// Every pipeline GPU's micro-batch takes at least the pipeline's average, the total over pp (the
-// slowest GPU, which paces the step and the bubble, is at least that); the bubble's (pp - 1)/vp
-// falls as vp grows, so p.vp's holds for every vp below.
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, double micro_batch_total_s) {
     const double mb = microbatches_per_step(c.training, p);
     const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;

@@ -177,15 +177,14 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
 // stage, plus the schedule's fill and drain of (pp - 1)/vp micro-batches (the pipeline,
 // data-parallel and optimizer terms only add). The search skips layouts above its K-th best.
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc);
-// The same from micro_batch_total_s(params, lc), which the search sums once for all its shapes.
+// The same from micro_batch_total_s(c.model, lc), which the search sums once for all its shapes.
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, double micro_batch_total_s);
-// One micro-batch through every pipeline GPU: all blocks (params.layers of each kind), the
-// embedding and the head.
-double micro_batch_total_s(const ParamCount& params, const LayerCosts& lc);
+// One micro-batch through every pipeline GPU: all blocks, the embedding and the head.
+double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc);
 // Of which the tensor array is engaged (each matrix kernel's FLOP at the rate it reaches: never
 // more than the kernel's time). Per sample it never grows with the micro-batch, every GEMM's
 // efficiency rising with its token dimension: the search bounds smaller micro-batches by it.
-double micro_batch_tensor_s(const ParamCount& params, const LayerCosts& lc);
+double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);
