@@ -30,6 +30,7 @@ docs: build
 	@bash scripts/preset_schema.sh $(BUILD_DIR)/scalemodel
 	@bash scripts/studies.sh $(BUILD_DIR)/scalemodel
 	@bash scripts/gallery.sh $(BUILD_DIR)/scalemodel
+	@python3 scripts/compare-kernels.py data/calibration/h100-kernels.csv presets/systems/dgx-h100.json > docs/KERNELS.md
 
 # Mutation testing (docs/TESTING.md): MUTANTS=N|all sampled with SEED, JOBS workers, in build-mutation/.
 MUTANTS ?= 250
