@@ -276,7 +276,7 @@ figure weights_bytes "$(awk -v g=$GIB 'BEGIN { print 5.22 * g }')"
 WANT="embedding_loss split" good train "$ex/gpt3-175b-64xa100.json" --stages --set model.preset=llama3.1-405b --set parallel.vp=8
 WANT='"chunks"' good train "$ex/gpt3-175b-64xa100.json" --format json --set model.preset=llama3.1-405b --set parallel.vp=8
 good infer "$ex/infer-llama2-70b-h100.json" --format json
-figure ttft_s 1.133
+figure ttft_s 1.1396
 figure tpot_s 0.022137
 figure e2e_latency_s 6.778
 figure output_tokens_per_s 302.1

@@ -55,6 +55,7 @@ TEST(DecodeAttention, UnitsOfTheKernel) {
     EXPECT_TRUE(attn.decode_core);
     EXPECT_DOUBLE_EQ(attn.decode_group, 8.0);
     EXPECT_DOUBLE_EQ(attn.attn_flop, 2.0 * 64 * 32 * 4096 * 256);
+    EXPECT_DOUBLE_EQ(attn.attn_kv_len, 4096);  // the cache each query spans
     SystemSpec sys = round_inference_system();
     CostContext ctx;
     const double kv = 64.0 * 4096 * 4 * 256 * 2;

@@ -173,6 +173,35 @@ TEST(GemmPasses, FusedAttentionPasses) {
     EXPECT_DOUBLE_EQ(c.fwd_bytes, 1e6 * 4 + 2e6 * 1);
 }
 
+// Fused attention's efficiency rises with the keys each query row spans: attention_max x
+// kv / (kv + half). 1e12 FLOP at 0.5 x 1 PFLOP/s = 2 ms flat; with the half point at the op's own
+// length (4096 keys) the efficiency is 0.25: 4 ms forward, 10 ms backward; at 3 x the half point
+// 0.375 (2.667 ms). The peak reported stays the matrix peak.
+TEST(GemmPasses, FusedAttentionEfficiencyRisesWithKeys) {
+    SystemSpec s = machine();
+    s.eff.attention_max = 0.5;
+    Op op;
+    op.kind = OpKind::attention;
+    op.attn_flop = 1e12;
+    op.attn_kv_len = 4096;
+    CostContext ctx;
+    EXPECT_NEAR(cost_op(op, s, ctx).fwd_s, 2e-3 + kLat, 1e-15);  // half point 0: flat
+    s.eff.attention_half_tokens = 4096;
+    OpCost c = cost_op(op, s, ctx);
+    EXPECT_NEAR(c.fwd_compute_s, 4e-3, 1e-15);
+    EXPECT_NEAR(c.fwd_s, 4e-3 + kLat, 1e-15);
+    EXPECT_NEAR(c.bwd_s, 10e-3 + kLat, 1e-15);
+    EXPECT_NEAR(c.fwd_tensor_s, 4e-3, 1e-15);
+    EXPECT_DOUBLE_EQ(c.peak_flop_per_s, 1e15);
+    s.eff.attention_half_tokens = 4096.0 / 3.0;
+    EXPECT_NEAR(cost_op(op, s, ctx).fwd_compute_s, 1e12 / 0.375e15, 1e-15);
+    // A CUDA-core decode kernel takes the same factor on the vector rate (1e15 x 0.5 x 0.75).
+    s.eff.decode_attention = DecodeAttentionUnits::cuda_core;
+    s.accel.vector_flop_per_s = 1e15;
+    op.decode_core = true;
+    EXPECT_NEAR(cost_op(op, s, ctx).fwd_compute_s, 1e12 / 0.375e15, 1e-15);
+}
+
 // Element-wise backward: twice the vector FLOP, the op's bytes times its backward factor.
 TEST(GemmPasses, ElementwiseBackwardBytesFactor) {
     const SystemSpec s = machine();

@@ -213,14 +213,16 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
         case OpKind::attention: {
             // A CUDA-core decode kernel (masked MHA) does the dot products at the vector rate.
             const bool vector = op.decode_core && sys.eff.decode_attention == DecodeAttentionUnits::cuda_core;
-            const double peak = vector ? sys.accel.vector_flop_per_s * sys.eff.clock_fraction * sys.eff.attention_max
-                                       : attention_peak(sys, ctx) * sys.eff.attention_max;
+            const double half = sys.eff.attention_half_tokens;
+            const double eff = sys.eff.attention_max * (half > 0 ? dim_utilisation(op.attn_kv_len, half) : 1.0);
+            const double peak = vector ? sys.accel.vector_flop_per_s * sys.eff.clock_fraction * eff
+                                       : attention_peak(sys, ctx) * eff;
             const double kv_reads = vector ? op.decode_group : 1.0;
             const double bytes = op.attn_io_elems * ctx.act_bytes + kv_reads * op.attn_kv_elems * ctx.kv_bytes;
             c.fwd_flop = op.attn_flop;
             c.fwd_model_flop = op.attn_model_flop;
             c.fwd_bytes = bytes;
-            c.peak_flop_per_s = peak / sys.eff.attention_max;
+            c.peak_flop_per_s = peak / eff;
             c.fwd_compute_s = op.attn_flop / peak;
             c.fwd_memory_s = memory_time_s(bytes, sys);
             c.fwd_s = roofline_s(op.attn_flop, peak, bytes, sys);

@@ -24,6 +24,10 @@ struct Efficiency {
     double gemm_max_8bit = 0.8;        // large-GEMM fraction of the fp8/int8 peak
     double gemm_max_4bit = 0.8;        // large-GEMM fraction of the fp4/int4 peak
     double attention_max = 0.6;        // fused-attention fraction of the 16-bit matrix peak
+    // Keys per query row at which fused attention reaches half of attention_max: a kernel's
+    // inner loop over key blocks amortises its prologue, epilogue and causal diagonal over the
+    // sequence. 0: the same efficiency at every length.
+    double attention_half_tokens = 0;
     // Sustained clock under a training load over the clock the datasheet peaks are quoted at:
     // scales every matrix and vector peak (power- and thermally-limited parts run below boost).
     double clock_fraction = 1.0;

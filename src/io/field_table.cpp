@@ -26,6 +26,8 @@ constexpr std::array kEfficiency{
                     "sustained clock under load over the datasheet's: scales every matrix and vector peak"},
     EfficiencyField{"attention_max", &Efficiency::attention_max, 1e-3, 1.0, "1", nullptr,
                     "fused-attention fraction of the 16-bit matrix peak (and of the vector peak on CUDA cores)"},
+    EfficiencyField{"attention_half_tokens", &Efficiency::attention_half_tokens, 0.0, 1e9, "tokens", nullptr,
+                    "keys per query row at which fused attention reaches half of attention_max (0: flat)"},
     EfficiencyField{"memory_max", &Efficiency::memory_max, 1e-3, 1.0, "1", nullptr, "streaming fraction of HBM bandwidth"},
     EfficiencyField{"memory_half_bytes", &Efficiency::memory_half_bytes, 0.0, 1e12, "bytes", nullptr,
                     "a transfer of this size reaches half of memory_max"},

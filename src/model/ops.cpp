@@ -203,6 +203,7 @@ void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
         op.attn_flop = op.attn_model_flop * s.causal_fraction;
         op.attn_io_elems = q_elems + o_elems;
         op.attn_kv_elems = a.kv_read_elems >= 0 ? a.kv_read_elems : kv_attended;
+        op.attn_kv_len = s.kv_len;
         op.saved_bytes = (q_elems + local_k + local_v) * d.e;  // Q, K, V
         op.core_saved_bytes = d.tokens * a.q * 4.0;             // fp32 log-sum-exp
         op.attention_core = true;

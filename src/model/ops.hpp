@@ -29,6 +29,7 @@ struct Op {
     double attn_model_flop = 0;  // forward FLOP by the usual convention (full s x s)
     double attn_io_elems = 0;    // Q, O elements moved (activation precision)
     double attn_kv_elems = 0;    // K, V elements moved (KV-cache precision)
+    double attn_kv_len = 0;      // keys each query row spans: the kernel's inner-loop length
     // Element-wise / normalisation: bytes moved and vector-unit FLOP of the forward pass.
     double bytes = 0;
     double vector_flop = 0;
