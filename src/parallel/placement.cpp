@@ -82,9 +82,11 @@ namespace {
 // Runs of `inner` consecutive ranks, `outer` of them `inner x gap` ranks apart: the dp x cp group
 // when tp sits between cp and dp in the order (cp-tp-dp-pp: inner cp, gap tp, outer dp). Groups
 // start at t inner + q stage (t < gap, q < gpus / stage, stage = inner gap outer). A group's
-// members per domain depend only on its start mod `used`, so each such residue is walked once,
-// domain by domain (O(stage / used + used) in all): not a hot path, the search places each
-// layout once when it plans.
+// members per domain depend only on its start mod `used`, so each such residue is walked once.
+// Within one group, a domain strictly between its first and last holds the members of the run
+// pattern in [offset, offset + used), offset = (domain start - group start) mod step, and that
+// offset repeats every step / gcd(step, used) domains: one period of them says the fewest members
+// and how many domains of a period hold none, whatever the group's length.
 GroupSpan place_blocks(int64_t inner, int64_t gap, int64_t outer, int64_t gpus, int64_t used) {
     const int64_t size = inner * outer;
     if (size <= 1) return {1, 1, 1};
@@ -95,6 +97,7 @@ GroupSpan place_blocks(int64_t inner, int64_t gap, int64_t outer, int64_t gpus, 
     const int64_t step = inner * gap;  // from one run to the next
     const int64_t stage = step * outer;
     const int64_t stages = gpus / stage;
+    const int64_t period = step / std::gcd(step, used);  // in domains
     GroupSpan worst{size, size, 1};
     std::vector<char> seen(static_cast<size_t>(used), 0);
     const int64_t periods = std::min(stages, used / std::gcd(stage, used));
@@ -111,14 +114,22 @@ GroupSpan place_blocks(int64_t inner, int64_t gap, int64_t outer, int64_t gpus, 
                 const int64_t j = y / step;
                 return j >= outer ? size : j * inner + std::min(y % step, inner);
             };
+            auto in = [&](int64_t d) { return below((d + 1) * used) - below(d * used); };
             const int64_t d0 = a / used, d1 = (a + step * (outer - 1) + inner - 1) / used;
-            GroupSpan g{size, size, 0};
-            for (int64_t d = d0; d <= d1; ++d) {
-                const int64_t in = below((d + 1) * used) - below(d * used);
-                if (in == 0) continue;
-                g.local = std::min(g.local, in);
-                ++g.remote;
+            if (d0 == d1) continue;  // one domain: never slower than `worst`'s start
+            // The first and last domains hold members (the first and last of the group).
+            GroupSpan g{size, std::min(in(d0), in(d1)), 2};
+            const int64_t middle = d1 - d0 - 1;
+            const int64_t walked = std::min(middle, period);
+            int64_t held = 0, held_in_rest = 0;  // domains with members: in the period, in its first middle % period
+            for (int64_t k = 0; k < walked; ++k) {
+                const int64_t n = in(d0 + 1 + k);
+                if (n == 0) continue;
+                g.local = std::min(g.local, n);
+                ++held;
+                if (k < middle % period) ++held_in_rest;
             }
+            g.remote += middle > period ? (middle / period) * held + held_in_rest : held;
             if (slower(g, worst)) worst = g;
         }
     return worst;
