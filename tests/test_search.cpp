@@ -250,6 +250,36 @@ TEST(Search, ThreadCountDoesNotChangeTheAnswer) {
     }
 }
 
+// A study's searches share a plan when only system figures planning never reads differ (a faster
+// network), and plan afresh when the GPUs used per scale-up domain differ: either way each search
+// finds what it finds alone (the same best layouts, scores and counts).
+TEST(Search, SharedPlansGiveEverySearchItsOwnAnswer) {
+    Json fast = doc_of(kGpt3), partial = doc_of(kGpt3);
+    fast["system"]["scale_out"] = Json{{"bw_bytes_per_s", 400e9}};
+    partial["system"]["scale_up"] = Json{{"gpus_used_per_domain", 4}};
+    PlanCache cache;
+    const std::vector<std::pair<Json, size_t>> runs{{doc_of(kGpt3), 1}, {fast, 1}, {partial, 2}, {doc_of(kGpt3), 2}};
+    for (const auto& [doc, plans] : runs) {
+        const Scenario s = scenario_of(doc, Purpose::search);
+        SearchOptions o;
+        o.gpus = 512;
+        o.top_k = 5;
+        const LayoutConstraints f = constraints_from(s.parallel, s.parallel_given);
+        const SearchResult alone = search_layouts({s.model, s.system, s.training}, f, o);
+        o.plans = &cache;
+        const SearchResult shared = search_layouts({s.model, s.system, s.training}, f, o);
+        EXPECT_EQ(cache.size(), plans);
+        EXPECT_EQ(shared.stats.candidates, alone.stats.candidates);
+        EXPECT_EQ(shared.stats.evaluated, alone.stats.evaluated);
+        EXPECT_EQ(shared.stats.feasible, alone.stats.feasible);
+        ASSERT_EQ(shared.best.size(), alone.best.size());
+        for (size_t i = 0; i < alone.best.size(); ++i) {
+            EXPECT_EQ(parallel_json(shared.best[i].layout), parallel_json(alone.best[i].layout)) << doc.dump();
+            EXPECT_EQ(shared.best[i].score, alone.best[i].score);
+        }
+    }
+}
+
 // GPT-3 175B on 4,096 A100s: the best layouts re-evaluated one by one give the same numbers,
 // and no layout `train` accepts (tp beyond the NVLink domain included) beats the best.
 TEST(Search, Gpt3On4096BestIsReproducibleAndUnbeaten) {

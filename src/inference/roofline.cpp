@@ -57,7 +57,7 @@ void add_phase(std::vector<RooflineRow>& rows, const char* phase, const InferCon
     const CostContext ctx = inference_cost_context(c.inference);
     const CommSpans spans = place_groups(p, sys);
     add_block(rows, phase, "embedding", 1, embedding_ops(c.model, layer), sys, ctx, spans);
-    const std::vector<LayerKind> kinds = layer_kinds(c.model);
+    const LayerKindSet kinds = layer_kinds(c.model);
     for (const LayerKind k : kinds)
         add_block(rows, phase, kinds.size() == 1 ? "layer" : k == LayerKind::moe ? "moe layer" : "dense layer",
                   as_d(count_layers(c.model, k, 0, c.model.layers)), layer_ops(c.model, layer, k), sys, ctx, spans);

@@ -51,7 +51,7 @@ struct Blocks {
 
 Blocks blocks(const Scenario& s) {
     const LayerShape shape = training_shape(s.model, s.parallel, s.training);
-    const std::vector<LayerKind> kinds = layer_kinds(s.model);
+    const LayerKindSet kinds = layer_kinds(s.model);
     Blocks b{layer_ops(s.model, shape, kinds.back()), embedding_ops(s.model, shape), head_ops(s.model, shape, true), {}};
     if (kinds.size() > 1) b.dense_layer = layer_ops(s.model, shape, LayerKind::dense);
     return b;

@@ -36,6 +36,7 @@ struct MlaSpec {
     [[nodiscard]] int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
     // What the inference cache keeps per token and layer: the KV latent and the RoPE key.
     [[nodiscard]] int64_t cache_dim() const { return kv_lora_rank + qk_rope_head_dim; }
+    bool operator==(const MlaSpec&) const = default;
 };
 
 // LoRA fine-tuning (Hu et al. 2021): base weights frozen, a rank-r adapter B·A beside each
@@ -47,6 +48,7 @@ struct LoraSpec {
     uint8_t targets = 15;  // linear_qkv | linear_proj | linear_fc1 | linear_fc2
     [[nodiscard]] bool enabled() const { return rank > 0; }
     [[nodiscard]] bool adapts(LoraTarget t) const { return enabled() && (targets & static_cast<uint8_t>(t)) != 0; }
+    bool operator==(const LoraSpec&) const = default;
 };
 
 struct MoeSpec {
@@ -68,6 +70,7 @@ struct MoeSpec {
     // the pace. At ep 1 every GPU holds every expert and the imbalance has no effect.
     double load_imbalance = 1.0;
     [[nodiscard]] bool enabled() const { return experts > 0; }
+    bool operator==(const MoeSpec&) const = default;
 };
 
 // The kinds of transformer block a model can hold; block costs and parameters are per kind.
@@ -90,6 +93,7 @@ struct ImageSpec {
     [[nodiscard]] int64_t tokens() const { return (height / patch) * (width / patch); }
     [[nodiscard]] int64_t patch_in() const { return patch * patch * in_channels; }    // patch-embedding GEMM's k
     [[nodiscard]] int64_t patch_out() const { return patch * patch * out_channels; }  // head GEMM's n
+    bool operator==(const ImageSpec&) const = default;
 };
 
 // A transformer as its authors describe it; nothing here depends on the parallel layout.
@@ -122,14 +126,24 @@ struct ModelSpec {
     [[nodiscard]] int64_t head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
     [[nodiscard]] int64_t q_dim() const { return heads * head_dim(); }  // hidden unless model.head_dim differs
     [[nodiscard]] int64_t kv_dim() const { return kv_heads * head_dim(); }
+    bool operator==(const ModelSpec&) const = default;
 };
 
 // The kind of block at layer `layer` (0-based).
 LayerKind layer_kind(const ModelSpec& m, int64_t layer);
 // How many blocks of kind k lie in layers [begin, end).
 int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end);
-// The kinds the model holds, dense first.
-std::vector<LayerKind> layer_kinds(const ModelSpec& m);
+// The kinds the model holds, dense first: a value, iterated like a container (the search asks
+// per layer key, so it allocates nothing).
+struct LayerKindSet {
+    std::array<LayerKind, kLayerKinds> kinds{};
+    size_t count = 0;
+    [[nodiscard]] const LayerKind* begin() const { return kinds.data(); }
+    [[nodiscard]] const LayerKind* end() const { return kinds.data() + count; }
+    [[nodiscard]] size_t size() const { return count; }
+    [[nodiscard]] LayerKind back() const { return kinds[count - 1]; }
+};
+LayerKindSet layer_kinds(const ModelSpec& m);
 
 // Why tensor parallelism of degree tp cannot cut model m: the field whose width tp must divide,
 // that width, and whether a multiple of it also works (K/V heads replicate when fewer than the

@@ -486,7 +486,7 @@ double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
 LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     LayerOps out;
     out.ops.reserve(48);  // a block has a few dozen ops: grown once, not op by op
-    out.comms.reserve(16);
+    out.comms.reserve(32);  // SUMMA's panel traffic: up to six per weight GEMM
     const Dims d = dims(m, s);
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
     out.input_bytes = d.tokens_sp * d.h * d.e;  // sharded by sequence parallelism, as Megatron keeps it

@@ -70,10 +70,10 @@ std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
     return std::nullopt;
 }
 
-std::vector<LayerKind> layer_kinds(const ModelSpec& m) {
-    std::vector<LayerKind> out;
+LayerKindSet layer_kinds(const ModelSpec& m) {
+    LayerKindSet out;
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
-        if (count_layers(m, k, 0, m.layers) > 0) out.push_back(k);
+        if (count_layers(m, k, 0, m.layers) > 0) out.kinds[out.count++] = k;
     return out;
 }
 

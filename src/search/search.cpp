@@ -299,22 +299,23 @@ private:
     std::vector<SearchHit> hits_;
 };
 
-// Layer costs of the current task by the placement of the layer's groups: one cost_layers per
-// distinct LayerSpans. Storage reserved once per worker: looking up allocates nothing.
-class LayerCostCache {
+// What the current layer key costs by the placement of the layer's groups: one entry per
+// distinct LayerSpans (a few per key). Storage reserved once per worker.
+template <class T>
+class SpanCache {
 public:
-    LayerCostCache() { entries_.reserve(64); }
+    SpanCache() { entries_.reserve(64); }
     void clear() { entries_.clear(); }
     // nullptr when not yet costed.
-    [[nodiscard]] const LayerCosts* find(const LayerSpans& key) const {
+    [[nodiscard]] const T* find(const LayerSpans& key) const {
         for (const auto& [k, v] : entries_)
             if (k == key) return &v;
         return nullptr;
     }
-    const LayerCosts& add(const LayerSpans& key, const LayerCosts& costs) { return entries_.emplace_back(key, costs).second; }
+    const T& add(const LayerSpans& key, T value) { return entries_.emplace_back(key, std::move(value)).second; }
 
 private:
-    std::vector<std::pair<LayerSpans, LayerCosts>> entries_;
+    std::vector<std::pair<LayerSpans, T>> entries_;
 };
 
 // Everything one thread writes, on its own cache lines. The atomics are published once per
@@ -322,7 +323,8 @@ private:
 struct alignas(64) Worker {
     explicit Worker(size_t k) : top(k) {}
     TopK top;
-    LayerCostCache costs;
+    SpanCache<LayerCosts> costs;  // of the current layer key and recompute mode
+    SpanCache<LayerComms> comms;  // of the current layer key, for every recompute mode
     SearchStats stats;
     std::atomic<int64_t> done{0};
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
@@ -361,7 +363,9 @@ void run_placement(const TaskScope& t, const Shape& s, const Placement& place, c
         if (!costs) {
             costs = w.costs.find(place.layer);
             if (!costs) {
-                costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, *compute));
+                const LayerComms* comms = w.comms.find(place.layer);
+                if (!comms) comms = &w.comms.add(place.layer, layer_comms(c, *compute->ops, place.layer));
+                costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, *compute, *comms));
                 ++w.stats.layer_costings;
             }
             total_s = micro_batch_total_s(c.model, *costs);
@@ -415,6 +419,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     std::array<double, 3> tensor_per_sample{};
     for (const int64_t mb : task.microbatches) {
         p.microbatch = mb;
+        w.comms.clear();
         std::optional<LayerOpSet> ops;  // the key's op lists and op costs, built at first need
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
             const auto mode = static_cast<size_t>(rc);
@@ -536,11 +541,56 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     return f;
 }
 
+// What make_plan reads (see PlanCache).
+struct PlanKey {
+    ModelSpec model;
+    TrainingSpec training;
+    LayoutConstraints constraints;
+    int64_t gpus = 0, used_per_domain = 0;
+    bool tp_within_domain = true;
+    bool operator==(const PlanKey&) const = default;
+};
+
+struct PlanCache::Impl {
+    static constexpr size_t kKept = 8;  // a study varies few of the planning inputs at once
+    std::mutex mu;
+    std::vector<std::pair<PlanKey, std::shared_ptr<const Plan>>> plans;  // oldest first
+};
+
+PlanCache::PlanCache() : impl(std::make_unique<Impl>()) {}
+PlanCache::~PlanCache() = default;
+size_t PlanCache::size() const {
+    std::lock_guard lock(impl->mu);
+    return impl->plans.size();
+}
+
+namespace {
+
+std::shared_ptr<const Plan> planned(const TrainContext& c, const LayoutConstraints& f, const SearchOptions& o) {
+    // With offload the memory bound reads the host tier and the optimizer's time: plan afresh.
+    if (!o.plans || f.offload != Offload::none) return std::make_shared<const Plan>(make_plan(c, f, o));
+    PlanCache::Impl& cache = *o.plans->impl;
+    PlanKey key{c.model, c.training, f, o.gpus, c.system.used_per_domain(), o.tp_within_domain};
+    {
+        std::lock_guard lock(cache.mu);
+        for (const auto& [k, plan] : cache.plans)
+            if (k == key) return plan;
+    }
+    auto plan = std::make_shared<const Plan>(make_plan(c, f, o));  // outside the lock: searches plan in parallel
+    std::lock_guard lock(cache.mu);
+    if (cache.plans.size() == PlanCache::Impl::kKept) cache.plans.erase(cache.plans.begin());
+    cache.plans.emplace_back(std::move(key), plan);
+    return plan;
+}
+
+}  // namespace
+
 SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
                             const ProgressFn& progress) {
     const Clock::time_point start = Clock::now();
     auto since = [&start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-    const Plan plan = make_plan(c, fixed, o);
+    const std::shared_ptr<const Plan> planned_here = planned(c, fixed, o);
+    const Plan& plan = *planned_here;
     const unsigned n_threads = std::max(1u, o.threads);
     const size_t k = std::max<size_t>(1, o.top_k);
 

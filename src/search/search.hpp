@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -45,10 +46,28 @@ struct LayoutConstraints {
     // (pp, vp) takes the split `auto` gives it, so the space holds every layout `train` runs.
     std::optional<PipelineSplit> split;
     int64_t first_stage_layers = 0, last_stage_layers = 0;
+    bool operator==(const LayoutConstraints&) const = default;
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);
 // The positive divisors of n, ascending: the degrees a dimension of n GPUs can take.
 std::vector<int64_t> divisors(int64_t n);
+
+// Plans shared by the searches of one study (a sweep, attribution or sensitivity runs one search
+// per point): a search whose planning inputs equal an earlier one's takes its plan instead of
+// building it. Planning reads the model, the training section, the constraints, the GPU count,
+// the domain rule and, of the system, only how many GPUs of a scale-up domain are used (and,
+// with offload, the memory tiers: such searches plan afresh). Thread-safe; it keeps the last few
+// plans.
+class PlanCache {
+public:
+    PlanCache();
+    ~PlanCache();
+    PlanCache(const PlanCache&) = delete;
+    PlanCache& operator=(const PlanCache&) = delete;
+    [[nodiscard]] size_t size() const;  // plans kept
+    struct Impl;
+    std::unique_ptr<Impl> impl;
+};
 
 struct SearchOptions {
     int64_t gpus = 1;
@@ -66,6 +85,7 @@ struct SearchOptions {
     // the same best K, far fewer layouts costed (the counts then say so: pruned_bound). Off by
     // default so that `search` reports every layout's fate; the studies turn it on.
     bool prune_by_floor = false;
+    PlanCache* plans = nullptr;  // a study's: plans reused across its searches (nullptr: none)
 };
 
 struct SearchProgress {

@@ -113,6 +113,7 @@ PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) 
     so.objective = search_objective(o.objective);
     so.tp_within_domain = o.tp_within_domain;
     so.prune_by_floor = true;  // only the best layout is kept: skip what cannot beat it
+    so.plans = o.plans;
     const SearchResult r = search_layouts({s.model, s.system, s.training}, constraints_from(s.parallel, given), so);
     if (r.stats.candidates == 0)
         return {PointStatus::no_fit, {}, fmt::format("no valid layout of {} GPUs", so.gpus), 0};
@@ -223,7 +224,12 @@ std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, con
     const unsigned threads = std::max(1u, o.threads);
     const bool across = mine.size() >= threads || o.mode != StudyMode::search;
     const unsigned workers = across ? static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, mine.size()))) : 1;
-    run_local(mine, out, doc, o, workers, across ? 1 : threads);
+    // Points that differ only in system figures (an attribution's subsets, a bandwidth sweep)
+    // plan their searches alike: plan once.
+    PlanCache plans;
+    StudyOptions with_plans = o;
+    if (!with_plans.plans) with_plans.plans = &plans;
+    run_local(mine, out, doc, with_plans, workers, across ? 1 : threads);
     if (c.size <= 1) return out;
 
     Json own = Json::array();

@@ -41,6 +41,7 @@ struct StudyOptions {
     int64_t gpus = 0;          // search: the GPU count; 0: the layout's tp*pp*dp*cp
     unsigned threads = 1;      // all of them, split between points or within each search
     bool tp_within_domain = true;
+    PlanCache* plans = nullptr;  // search: plans shared by the points (evaluate_points makes one when null)
     const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): no new point starts
     std::function<void(size_t done, size_t total)> progress;  // ~10 times a second, on the caller's thread
     Cluster cluster;

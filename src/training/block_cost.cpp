@@ -51,8 +51,20 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
     return out;
 }
 
+std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans) {
+    std::vector<CollectiveCost> out;
+    out.reserve(comms.size());
+    for (const CommOp& c : comms) out.push_back(collective_cost(c.kind, c.bytes, spans.span[idx(c.group)], sys));
+    return out;
+}
+
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
                      const CommSpans& spans, Recompute recompute, double tp_overlap) {
+    return with_comms(compute, comms, cost_comms(comms, sys, spans), sys, spans, recompute, tp_overlap);
+}
+
+BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
+                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap) {
     BlockCost b = compute.cost;
     const double attn_fwd_s = compute.attn_fwd_s, attn_bwd_s = compute.attn_bwd_s;
 
@@ -64,8 +76,9 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
     // more than it saves.
     std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
     double exposed_fwd = 0, exposed_bwd = 0;
-    for (const CommOp& c : comms) {
-        const CollectiveCost k = collective_cost(c.kind, c.bytes, spans.span[idx(c.group)], sys);
+    for (size_t i = 0; i < comms.size(); ++i) {
+        const CommOp& c = comms[i];
+        const CollectiveCost& k = costs[i];
         const double one = k.time_s * c.count;
         const double reps = (recompute == Recompute::full && c.pass == Pass::fwd) ? 2.0 : 1.0;
         b.work.scale_up_bytes += k.scale_up_bytes * c.count * reps;

@@ -75,7 +75,13 @@ BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, cons
 std::vector<OpCost> cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx);
 // The block's compute from its ops' costs (`costs[i]` of `ops.ops[i]`) under one recompute mode.
 BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute);
-// The block with its collectives (`comms`, over `spans`) added to its compute.
+// Each collective of a block over `spans`, once: the same under every recompute mode.
+std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans);
+// The block with its collectives added to its compute: `costs[i]` is one `comms[i]`'s cost
+// (cost_comms), which the recompute mode repeats or hides.
+BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
+                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap);
+// The same, costing the collectives (`comms`, over `spans`) first.
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
                      const CommSpans& spans, Recompute recompute, double tp_overlap);
 // Cost a block: every op through cost_op, every collective through collective_time_s.

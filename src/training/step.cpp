@@ -457,18 +457,43 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const Lay
     return cost_layers(c, p, l, compute_layers(c, ops, p.recompute));
 }
 
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute) {
+namespace {
+
+CommSpans layer_comm_spans(const LayerSpans& l) {
     CommSpans spans;  // a layer's collectives run over tp, cp and ep only
     spans.span[idx(CommGroup::tp)] = l.tp;
     spans.span[idx(CommGroup::cp)] = l.cp;
     spans.span[idx(CommGroup::ep)] = l.ep;
     spans.span[idx(CommGroup::tp_rows)] = l.tp_rows;
+    return spans;
+}
+
+}  // namespace
+
+LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& l) {
+    const CommSpans spans = layer_comm_spans(l);
+    LayerComms out;
+    for (const LayerKind k : layer_kinds(c.model)) out.layer[idx(k)] = cost_comms(ops.layer[idx(k)].comms, c.system, spans);
+    out.embedding = cost_comms(ops.embedding.comms, c.system, spans);
+    out.head = cost_comms(ops.head.comms, c.system, spans);
+    return out;
+}
+
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute) {
+    return cost_layers(c, p, l, compute, layer_comms(c, *compute.ops, l));
+}
+
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute,
+                       const LayerComms& comms) {
+    const CommSpans spans = layer_comm_spans(l);
     const double ov = c.training.tp_overlap;
+    const LayerOpSet& ops = *compute.ops;
     LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))
-        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], compute.ops->layer[idx(k)].comms, c.system, spans, p.recompute, ov);
-    out.embedding = with_comms(compute.embedding, compute.ops->embedding.comms, c.system, spans, Recompute::none, ov);
-    out.head = with_comms(compute.head, compute.ops->head.comms, c.system, spans, Recompute::none, ov);
+        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans,
+                                       p.recompute, ov);
+    out.embedding = with_comms(compute.embedding, ops.embedding.comms, comms.embedding, c.system, spans, Recompute::none, ov);
+    out.head = with_comms(compute.head, ops.head.comms, comms.head, c.system, spans, Recompute::none, ov);
     return out;
 }
 

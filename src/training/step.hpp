@@ -141,6 +141,13 @@ struct LayerCompute {
     LayerCosts costs;  // the compute alone, block by block
 };
 LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute);
+// A layer key's collectives on one placement of its groups, each costed once: the same under
+// every recompute mode, so the search costs them once per placement for all modes.
+struct LayerComms {
+    std::array<std::vector<CollectiveCost>, kLayerKinds> layer;
+    std::vector<CollectiveCost> embedding, head;
+};
+LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& spans);
 StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs);
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
@@ -150,6 +157,9 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const Lay
 // And with the layer key's compute given (compute_layers(c, layer_op_set(c, p), p.recompute)): the
 // collectives alone are costed.
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute);
+// And with the collectives costed too (layer_comms(c, *compute.ops, spans)).
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute,
+                       const LayerComms& comms);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 // The same with the model's parameter count given (count_params(c.model, c.training.lora)): the
 // search counts it once, not per layout.

@@ -36,6 +36,7 @@ struct TrainingSpec {
     LoraSpec lora;                  // training.method lora: base frozen, rank-r adapters trained
     double framework_overhead_bytes = 2.0 * 1073741824.0;  // CUDA context, allocator slack
     double comm_buffer_bytes = 0.5 * 1073741824.0;         // NCCL and bucket buffers
+    bool operator==(const TrainingSpec&) const = default;
 };
 
 }  // namespace sm
