@@ -35,6 +35,32 @@ LayerShape shape(double b, double s, int64_t tp, bool sp) {
     return x;
 }
 
+// Refilling a block (the search reuses one per worker) leaves nothing of what it held before: a
+// context-parallel all-gather block holds its gathered K/V (transient bytes, three more
+// collectives); refilled as a plain tp-8 block it has the plain block's ops, collectives and no
+// transient bytes.
+TEST(Ops, RefillingABlockKeepsNothingOfTheOldOne) {
+    const ModelSpec m = model_preset("gpt3-175b");
+    LayerShape gathered = shape(1, 2048, 8, true);
+    gathered.cp = 4;
+    gathered.q_len = 512;
+    gathered.cp_kind = CpKind::all_gather;
+    LayerOps out;
+    layer_ops(out, m, gathered, LayerKind::dense);
+    ASSERT_GT(out.transient_bytes, 0);
+    const LayerOps plain = layer_ops(m, shape(1, 2048, 8, true), LayerKind::dense);
+    layer_ops(out, m, shape(1, 2048, 8, true), LayerKind::dense);
+    EXPECT_EQ(out.transient_bytes, 0);
+    EXPECT_EQ(out.input_bytes, plain.input_bytes);
+    EXPECT_EQ(out.ops.size(), plain.ops.size());
+    EXPECT_EQ(out.comms.size(), plain.comms.size());
+    EXPECT_DOUBLE_EQ(forward_flop(out), (24.0 * 2048 * 12288 * 12288 + 4.0 * 2048 * 2048 * 12288) / 8);
+    head_ops(out, m, shape(1, 2048, 8, true), true);
+    EXPECT_EQ(out.ops.size(), head_ops(m, shape(1, 2048, 8, true), true).ops.size());
+    embedding_ops(out, m, shape(1, 2048, 8, true));
+    EXPECT_EQ(out.comms.size(), embedding_ops(m, shape(1, 2048, 8, true)).comms.size());
+}
+
 TEST(Ops, Gpt3LayerForwardFlopIs24bsh2Plus4bs2h) {
     const ModelSpec m = model_preset("gpt3-175b");
     const double b = 1, s = 2048, h = 12288;

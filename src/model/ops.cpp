@@ -483,8 +483,40 @@ double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
     return std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(tp));
 }
 
+namespace {
+
+// `out` emptied for refilling: every field at its default, the vectors' storage kept.
+void reset(LayerOps& out) {
+    LayerOps fresh;
+    fresh.ops = std::move(out.ops);
+    fresh.comms = std::move(out.comms);
+    fresh.ops.clear();
+    fresh.comms.clear();
+    out = std::move(fresh);
+}
+
+}  // namespace
+
 LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     LayerOps out;
+    layer_ops(out, m, s, kind);
+    return out;
+}
+
+LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
+    LayerOps out;
+    embedding_ops(out, m, s);
+    return out;
+}
+
+LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
+    LayerOps out;
+    head_ops(out, m, s, with_loss);
+    return out;
+}
+
+void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind) {
+    reset(out);
     out.ops.reserve(48);  // a block has a few dozen ops: grown once, not op by op
     out.comms.reserve(32);  // SUMMA's panel traffic: up to six per weight GEMM
     const Dims d = dims(m, s);
@@ -509,7 +541,6 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     feed_forward(out, m, s, d, kind);
     if (tp_region) leave_tp_region(out.comms, s, full_act);
     residual(out, "ffn_residual", m, d);
-    return out;
 }
 
 namespace {
@@ -557,8 +588,8 @@ void regression_head(LayerOps& out, const ModelSpec& m, const LayerShape& s, con
 
 }  // namespace
 
-LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
-    LayerOps out;
+void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s) {
+    reset(out);
     const Dims d = dims(m, s);
     if (m.kind == ModelKind::vit) {
         patch_embedding(out, m, s, d);
@@ -579,18 +610,17 @@ LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s) {
     // Vocabulary-parallel embedding (a ViT's: split over the patch's pixels): each rank holds a
     // 1/tp share of the rows; partial rows are summed.
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
-    return out;
 }
 
-LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
-    LayerOps out;
+void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss) {
+    reset(out);
     const Dims d = dims(m, s);
     norm(out, "final_norm", m, d, d.h);
     norm_stats(out, m, s, d);
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
     if (m.kind == ModelKind::vit) {
         regression_head(out, m, s, d, with_loss);
-        return out;
+        return;
     }
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
     weight_gemm(out, s, "lm_head", {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none, Split::column);
@@ -605,7 +635,6 @@ LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss) {
             out.comms.push_back({"loss_all_reduce", Collective::all_reduce, CommGroup::tp, Pass::fwd,
                                  3.0 * d.tokens * 4.0, 1, false});
     }
-    return out;
 }
 
 }  // namespace sm

@@ -97,6 +97,10 @@ LayerOps layer_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind);
 LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s);
 // Final norm, LM head and loss (last pipeline stage). `with_loss`: training only.
 LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss);
+// The same three into `out`, whose storage is kept: the search rebuilds blocks per layer key.
+void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind);
+void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s);
+void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss);
 
 // Whether DeepSpeed-Ulysses context parallelism can shard the heads over tp x cp ranks: query
 // heads and K/V heads (MLA: query heads) divisible by tp * cp.

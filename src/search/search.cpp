@@ -325,6 +325,7 @@ struct alignas(64) Worker {
     TopK top;
     SpanCache<LayerCosts> costs;  // of the current layer key and recompute mode
     SpanCache<LayerComms> comms;  // of the current layer key, for every recompute mode
+    LayerOpSet ops;               // the current layer key's op lists and op costs (storage reused)
     SearchStats stats;
     std::atomic<int64_t> done{0};
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
@@ -420,7 +421,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     for (const int64_t mb : task.microbatches) {
         p.microbatch = mb;
         w.comms.clear();
-        std::optional<LayerOpSet> ops;  // the key's op lists and op costs, built at first need
+        bool ops_built = false;  // w.ops holds this key's op lists and op costs, built at first need
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
             const auto mode = static_cast<size_t>(rc);
             if (!task.recompute[mode]) continue;
@@ -429,9 +430,12 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
             std::optional<LayerCompute> compute;
             double compute_total_s = 0;  // one micro-batch's compute through every stage
             auto computed = [&]() -> const LayerCompute& {
-                if (!ops) ops.emplace(layer_op_set(c, p));
+                if (!ops_built) {
+                    layer_op_set(c, p, w.ops);
+                    ops_built = true;
+                }
                 if (!compute) {
-                    compute.emplace(compute_layers(c, *ops, rc));
+                    compute.emplace(compute_layers(c, w.ops, rc));
                     compute_total_s = micro_batch_total_s(c.model, compute->costs);
                     tensor_per_sample[mode] = micro_batch_tensor_s(c.model, compute->costs) / static_cast<double>(mb);
                 }

@@ -6,9 +6,14 @@ namespace sm {
 
 std::vector<OpCost> cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx) {
     std::vector<OpCost> out;
+    cost_ops(ops, sys, ctx, out);
+    return out;
+}
+
+void cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, std::vector<OpCost>& out) {
+    out.clear();
     out.reserve(ops.ops.size());
     for (const Op& op : ops.ops) out.push_back(cost_op(op, sys, ctx));
-    return out;
 }
 
 BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute) {

@@ -73,6 +73,8 @@ struct BlockCompute {
 BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute);
 // Every op of a block through cost_op: the same under every recompute mode.
 std::vector<OpCost> cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx);
+// The same into `out`, whose storage is kept.
+void cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, std::vector<OpCost>& out);
 // The block's compute from its ops' costs (`costs[i]` of `ops.ops[i]`) under one recompute mode.
 BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute);
 // Each collective of a block over `spans`, once: the same under every recompute mode.

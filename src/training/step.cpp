@@ -423,18 +423,22 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
 }
 
 LayerOpSet layer_op_set(const TrainContext& c, const ParallelConfig& p) {
+    LayerOpSet out;
+    layer_op_set(c, p, out);
+    return out;
+}
+
+void layer_op_set(const TrainContext& c, const ParallelConfig& p, LayerOpSet& out) {
     const LayerShape shape = training_shape(c.model, p, c.training);
     const CostContext ctx = training_cost_context(c.training);
-    LayerOpSet out;
     for (const LayerKind k : layer_kinds(c.model)) {
-        out.layer[idx(k)] = layer_ops(c.model, shape, k);
-        out.layer_costs[idx(k)] = cost_ops(out.layer[idx(k)], c.system, ctx);
+        layer_ops(out.layer[idx(k)], c.model, shape, k);
+        cost_ops(out.layer[idx(k)], c.system, ctx, out.layer_costs[idx(k)]);
     }
-    out.embedding = embedding_ops(c.model, shape);
-    out.embedding_costs = cost_ops(out.embedding, c.system, ctx);
-    out.head = head_ops(c.model, shape, true);
-    out.head_costs = cost_ops(out.head, c.system, ctx);
-    return out;
+    embedding_ops(out.embedding, c.model, shape);
+    cost_ops(out.embedding, c.system, ctx, out.embedding_costs);
+    head_ops(out.head, c.model, shape, true);
+    cost_ops(out.head, c.system, ctx, out.head_costs);
 }
 
 LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute) {

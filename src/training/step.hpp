@@ -129,6 +129,8 @@ struct LayerOpSet {
     std::vector<OpCost> embedding_costs, head_costs;
 };
 LayerOpSet layer_op_set(const TrainContext& c, const ParallelConfig& p);
+// The same into `out`, whose storage is kept (the search refills one per worker).
+void layer_op_set(const TrainContext& c, const ParallelConfig& p, LayerOpSet& out);
 
 // The layer key's compute under one recompute mode, before any collective is costed. The
 // search builds the op set once per layer key and recompute-free task, this once per recompute
