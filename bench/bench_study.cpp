@@ -1,6 +1,6 @@
-// The studies end to end (docs/PERFORMANCE.md): a `--mode search` attribution of GPT-3 175B from
-// DGX A100 (bf16) to GB200 NVL72 (fp8) on 4,096 GPUs (the pair now differs in 10 factor groups:
-// 1,024 full searches; issue 9's target is stated for 8 groups, 256 searches), and a 1,000-point
+// The studies end to end (docs/PERFORMANCE.md): `--mode search` attributions of GPT-3 175B on
+// 4,096 GPUs from DGX A100 (bf16) to DGX H100 (fp8), 8 factor groups and 256 full searches (issue
+// 9's target), and to GB200 NVL72 (fp8), 10 groups and 1,024 searches; and a 1,000-point
 // `--mode search` sweep. The argument is the thread count.
 #include <benchmark/benchmark.h>
 
@@ -25,9 +25,9 @@ sm::StudyOptions search_options(benchmark::State& state) {
     return o;
 }
 
-void BM_AttributeSearchGpt3_A100_to_GB200(benchmark::State& state) {
+void attribute_search(benchmark::State& state, const char* to_system) {
     const sm::Json from = sm::study_base_doc(scenario("dgx-a100-80gb", "bf16"));
-    const sm::Json to = sm::study_base_doc(scenario("gb200-nvl72", "fp8"));
+    const sm::Json to = sm::study_base_doc(scenario(to_system, "fp8"));
     const auto groups = sm::factor_groups(from, to);
     const sm::StudyOptions o = search_options(state);
     const size_t n = size_t{1} << groups.size();
@@ -38,6 +38,11 @@ void BM_AttributeSearchGpt3_A100_to_GB200(benchmark::State& state) {
     state.counters["groups"] = static_cast<double>(groups.size());
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
 }
+
+void BM_AttributeSearchGpt3_A100_to_H100(benchmark::State& state) { attribute_search(state, "dgx-h100"); }
+BENCHMARK(BM_AttributeSearchGpt3_A100_to_H100)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AttributeSearchGpt3_A100_to_GB200(benchmark::State& state) { attribute_search(state, "gb200-nvl72"); }
 BENCHMARK(BM_AttributeSearchGpt3_A100_to_GB200)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // 10 HBM bandwidths x 10 scale-out bandwidths x 10 HBM capacities on DGX H100, each searched.

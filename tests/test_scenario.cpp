@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -257,14 +258,62 @@ TEST(Scenario, EverySystemFieldIsBounded) {
     EXPECT_EQ(system_field("energy.tdp_w").lo, 1.0);
     EXPECT_EQ(system_field("accelerator.sram_bytes").lo, 0.0);
     EXPECT_THROW(system_field("accelerator.no_such_field"), std::logic_error);
+    EXPECT_EQ(system_field("node_gpus").hi, 4096);
+    EXPECT_EQ(system_field("accelerator.hbm.stacks").hi, 32);
     for (const SystemField& f : system_fields()) {
         std::string path = std::string("system.") + f.path;
         if (const auto at = path.find("PRECISION"); at != std::string::npos) path.replace(at, 9, "bf16");
-        const InputError above = set_error(fmt::format("{}={}", path, f.hi * 10 + 1));
+        // The stacks are read only with a generation named.
+        auto error = [&](double v) {
+            std::vector<std::string> sets{fmt::format("{}={}", path, v)};
+            if (path.starts_with("system.accelerator.hbm.")) sets.push_back("system.accelerator.hbm.generation=hbm3");
+            return error_of(kBase, sets);
+        };
+        const InputError above = error(f.hi * 10 + 1);
         EXPECT_EQ(above.path, path) << above.message();
         if (f.lo > 0) {
-            EXPECT_EQ(set_error(fmt::format("{}={}", path, f.lo / 2)).path, path);
+            EXPECT_EQ(error(f.lo / 2).path, path);
         }
+    }
+    // A count's bound that another field sets: at most domain_gpus GPUs used of a domain.
+    EXPECT_EQ(error_of(kBase, {"system.scale_up.domain_gpus=8", "system.scale_up.gpus_used_per_domain=9"}).path,
+              "system.scale_up.gpus_used_per_domain");
+}
+
+// The training and inference sections' numeric fields: each read into its own member, refused
+// outside its range naming it. Ranges by hand.
+TEST(Scenario, EveryTrainingAndInferenceFieldIsReadAndBounded) {
+    const std::map<std::string, std::pair<double, double>> training{
+        {"tp_overlap", {0, 1}}, {"pp_overlap", {0, 1}}, {"optimizer_state_bytes_per_param", {0, 64}},
+        {"framework_overhead_bytes", {0, 1e13}}, {"comm_buffer_bytes", {0, 1e13}}};
+    ASSERT_EQ(training_fields().size(), training.size());
+    for (const auto& f : training_fields()) {
+        const auto r = training.at(f.key);
+        EXPECT_EQ(f.lo, r.first) << f.key;
+        EXPECT_EQ(f.hi, r.second) << f.key;
+        const std::string path = std::string("training.") + f.key;
+        auto s = load(kBase, {fmt::format("{}={}", path, 0.25 * r.second)});
+        ASSERT_TRUE(s.ok()) << s.error().message();
+        EXPECT_EQ(s.value().training.*f.real, 0.25 * r.second) << f.key;
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, 2 * r.second + 1)).path, path);
+        EXPECT_EQ(set_error(fmt::format("{}=-1", path)).path, path);
+    }
+    const std::map<std::string, std::pair<double, double>> inference{
+        {"batch", {1, 1 << 20}},           {"input_len", {1, 1 << 24}},       {"output_len", {1, 1 << 24}},
+        {"framework_overhead_bytes", {0, 1e13}}, {"prefill_chunk_tokens", {1, 1 << 24}}, {"kv_block_tokens", {1, 1 << 16}},
+        {"kv_cache_memory_fraction", {0.01, 1}}, {"speculative_tokens", {0, 64}},  {"acceptance_rate", {0, 1}}};
+    ASSERT_EQ(inference_fields().size(), inference.size());
+    for (const auto& f : inference_fields()) {
+        const auto r = inference.at(f.key);
+        EXPECT_EQ(f.lo, r.first) << f.key;
+        EXPECT_EQ(f.hi, r.second) << f.key;
+        const std::string path = std::string("inference.") + f.key;
+        const double mid = f.count ? std::floor(0.25 * r.second) : 0.25 * r.second;
+        auto s = load(kBase, {fmt::format("{}={}", path, mid)}, Purpose::infer);
+        ASSERT_TRUE(s.ok()) << f.key << ": " << s.error().message();
+        EXPECT_EQ(f.count ? static_cast<double>(s.value().inference.*f.count) : s.value().inference.*f.real, mid) << f.key;
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, 2 * r.second + 1), Purpose::infer).path, path);
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, r.first - 1), Purpose::infer).path, path);
     }
 }
 

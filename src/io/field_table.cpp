@@ -1,6 +1,7 @@
 #include "io/field_table.hpp"
 
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,52 @@ constexpr std::array kEfficiency{
 
 constexpr std::array<const char*, 2> kDecodeAttention{"tensor_core", "cuda_core"};
 
+using TF = SpecField<TrainingSpec>;
+constexpr std::array kTraining{
+    TF{"tp_overlap", &TrainingSpec::tp_overlap, nullptr, 0.0, 1.0, "1",
+       "fraction of blocking tensor-parallel traffic hidden by comm-GEMM overlap (Transformer Engine userbuffers)"},
+    TF{"pp_overlap", &TrainingSpec::pp_overlap, nullptr, 0.0, 1.0, "1", "fraction of pipeline send/receive hidden behind compute"},
+    TF{"optimizer_state_bytes_per_param", &TrainingSpec::optimizer_state_bytes_per_param, nullptr, 0.0, 64.0, "bytes",
+       "optimizer state per trained parameter (Adam: fp32 master weights and two moments)"},
+    TF{"framework_overhead_bytes", &TrainingSpec::framework_overhead_bytes, nullptr, 0.0, 1e13, "bytes",
+       "per GPU: CUDA context, allocator slack"},
+    TF{"comm_buffer_bytes", &TrainingSpec::comm_buffer_bytes, nullptr, 0.0, 1e13, "bytes", "per GPU: NCCL and gradient-bucket buffers"},
+};
+
+using IF = SpecField<InferenceSpec>;
+constexpr std::array kInference{
+    IF{"batch", nullptr, &InferenceSpec::batch, 1, 1048576, "sequences", "the static batch (`infer` without --concurrency)"},
+    IF{"input_len", nullptr, &InferenceSpec::input_len, 1, 16777216, "tokens", "prompt tokens per request"},
+    IF{"output_len", nullptr, &InferenceSpec::output_len, 1, 16777216, "tokens", "generated tokens per request"},
+    IF{"framework_overhead_bytes", &InferenceSpec::framework_overhead_bytes, nullptr, 0.0, 1e13, "bytes",
+       "per GPU: CUDA context, runtime buffers"},
+    IF{"prefill_chunk_tokens", nullptr, &InferenceSpec::prefill_chunk_tokens, 1, 16777216, "tokens",
+       "most prompt tokens one engine step takes (chunked prefill)"},
+    IF{"kv_block_tokens", nullptr, &InferenceSpec::kv_block_tokens, 1, 65536, "tokens", "tokens per paged KV-cache block"},
+    IF{"kv_cache_memory_fraction", &InferenceSpec::kv_cache_memory_fraction, nullptr, 0.01, 1.0, "1",
+       "of the memory left after weights and runtime, the share the KV cache takes"},
+    IF{"speculative_tokens", nullptr, &InferenceSpec::speculative_tokens, 0, 64, "tokens", "draft tokens verified per step (0: none)"},
+    IF{"acceptance_rate", &InferenceSpec::acceptance_rate, nullptr, 0.0, 1.0, "1", "chance each draft token is accepted"},
+};
+
+// A whole count or size below 1e12 in full (16777216, not 1.67772e+07); powers of ten and
+// anything else short (1e+06).
+std::string figure(double x) {
+    const bool power_of_ten = x > 0 && std::pow(10.0, std::round(std::log10(x))) == x;
+    return x == std::floor(x) && x >= 1e5 && x < 1e12 && !power_of_ten ? fmt::format("{:.0f}", x) : fmt::format("{:g}", x);
+}
+
+template <class Spec, size_t N>
+std::string spec_table(const std::array<SpecField<Spec>, N>& fields, std::string_view section) {
+    const Spec defaults{};
+    std::string o = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
+    for (const SpecField<Spec>& f : fields) {
+        const double def = f.real ? defaults.*f.real : static_cast<double>(defaults.*f.count);
+        o += fmt::format("| `{}.{}` | {} | {} to {} | {} | {} |\n", section, f.key, f.unit, figure(f.lo), figure(f.hi), figure(def), f.doc);
+    }
+    return o;
+}
+
 // In the order the docs list them.
 constexpr std::array kSystem{
     SystemField{"accelerator.matrix_flop_per_s.PRECISION", "FLOP/s", 1e6, 1e20, "absent: unsupported",
@@ -56,6 +103,11 @@ constexpr std::array kSystem{
     SystemField{"accelerator.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e16, "required (or accelerator.hbm)", "HBM bandwidth per GPU"},
     SystemField{"accelerator.sram_bytes", "bytes", 0, 1e13, "0 (not described)", "on-chip SRAM a GEMM can block in"},
     SystemField{"accelerator.sram_bw_bytes_per_s", "bytes/s", 0, 1e17, "0 (no SRAM term)", "rate the SRAM feeds the compute units"},
+    SystemField{"node_gpus", "count", 1, 4096, "8", "GPUs per node (server)"},
+    SystemField{"scale_up.domain_gpus", "count", 1, 16777216, "`node_gpus`", "GPUs one scale-up fabric (NVLink/NVSwitch) joins"},
+    SystemField{"scale_up.gpus_used_per_domain", "count", 1, 16777216, "`scale_up.domain_gpus`",
+                "ranks a job places per domain, at most domain_gpus (a GB200 NVL72 rack run as 64: spare trays)"},
+    SystemField{"accelerator.hbm.stacks", "count", 1, 32, "required in accelerator.hbm", "HBM stacks of the named generation"},
     SystemField{"scale_up.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction within the scale-up domain"},
     SystemField{"scale_up.latency_s", "s", 0, 1, "0", "per message on the scale-up fabric"},
     SystemField{"scale_out.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction on the network (NIC line rate / 8)"},
@@ -85,6 +137,10 @@ std::span<const char* const> decode_attention_choices() { return kDecodeAttentio
 
 std::span<const SystemField> system_fields() { return kSystem; }
 
+std::span<const SpecField<TrainingSpec>> training_fields() { return kTraining; }
+
+std::span<const SpecField<InferenceSpec>> inference_fields() { return kInference; }
+
 const SystemField& system_field(std::string_view path) {
     for (const SystemField& f : kSystem)
         if (path == f.path) return f;
@@ -113,7 +169,7 @@ std::string system_schema_markdown() {
     const Efficiency defaults{};
     std::string o = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
     for (const SystemField& f : kSystem)
-        o += fmt::format("| `system.{}` | {} | {:g} to {:g} | {} | {} |\n", f.path, f.unit, f.lo, f.hi, f.default_text, f.doc);
+        o += fmt::format("| `system.{}` | {} | {} to {} | {} | {} |\n", f.path, f.unit, figure(f.lo), figure(f.hi), f.default_text, f.doc);
     o += "\nAnd `system.efficiency` (calibration: each preset's values and sources in docs/CALIBRATION.md):\n\n";
     o += "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
     for (const EfficiencyField& f : kEfficiency) {
@@ -123,6 +179,11 @@ std::string system_schema_markdown() {
     o += fmt::format("| `system.efficiency.decode_attention` | choice | `{}` or `{}` | `{}` | the units decode attention runs on: a "
                      "tensor-core GQA kernel (XQA) or a CUDA-core masked MHA kernel |\n",
                      kDecodeAttention[0], kDecodeAttention[1], kDecodeAttention[0]);
+    o += "\nA scenario's `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
+         "SPEC.md):\n\n";
+    o += spec_table(kTraining, "training");
+    o += "\nIts `inference` section (besides the precisions and `kv_reservation`):\n\n";
+    o += spec_table(kInference, "inference");
     return o;
 }
 

@@ -219,6 +219,25 @@ double system_number(ObjectReader& r, const std::string& section, const char* ke
     return r.number(key, def, lo.value_or(f.lo), f.hi);
 }
 
+// An integer count of the system table; `hi` tightens its upper bound (a bound set by another field).
+int64_t system_count(ObjectReader& r, const std::string& section, const char* key, std::optional<int64_t> def,
+                     std::optional<int64_t> hi = std::nullopt) {
+    const SystemField& f = system_field(section.empty() ? std::string(key) : section + "." + key);
+    const auto top = static_cast<int64_t>(f.hi);
+    return r.integer(key, def, static_cast<int64_t>(f.lo), hi ? std::min(*hi, top) : top);
+}
+
+// Every numeric field of a training or inference section's table, into its spec.
+template <class Spec>
+void read_spec_fields(ObjectReader& r, Spec& s, std::span<const SpecField<Spec>> fields) {
+    for (const SpecField<Spec>& f : fields) {
+        if (f.real)
+            s.*f.real = r.number(f.key, s.*f.real, f.lo, f.hi);
+        else
+            s.*f.count = r.integer(f.key, s.*f.count, static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi));
+    }
+}
+
 // `generated`: the bandwidth system.technology's SerDes give, which replaces any figure given.
 // `level`: scale_up or scale_out.
 LinkLevel read_link(ObjectReader& r, const std::string& level, std::optional<double> generated) {
@@ -243,7 +262,7 @@ std::optional<HbmMemory> read_hbm(ObjectReader& a) {
     auto h = a.child("hbm");
     if (!h) return std::nullopt;
     const HbmStack stack = read_hbm_stack(*h, std::nullopt);
-    const auto stacks = static_cast<double>(h->integer("stacks", std::nullopt, 1, 32));
+    const auto stacks = static_cast<double>(system_count(*h, "accelerator.hbm", "stacks", std::nullopt));
     h->finish();
     return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s, stack.entry.at("j_per_bit").get<double>()};
 }
@@ -406,12 +425,12 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         }
         a->finish();
     }
-    s.node_gpus = r.integer("node_gpus", 8, 1, 4096);
+    s.node_gpus = system_count(r, "", "node_gpus", 8);
     {
         auto up = r.child("scale_up");
         if (!up) fail(path + ".scale_up", "nothing", "required: {domain_gpus, bw_bytes_per_s, latency_s}");
-        s.scale_up_domain = up->integer("domain_gpus", s.node_gpus, 1, kMaxGpus);
-        s.gpus_used_per_domain = up->integer("gpus_used_per_domain", s.scale_up_domain, 1, s.scale_up_domain);
+        s.scale_up_domain = system_count(*up, "scale_up", "domain_gpus", s.node_gpus);
+        s.gpus_used_per_domain = system_count(*up, "scale_up", "gpus_used_per_domain", s.scale_up_domain, s.scale_up_domain);
         s.scale_up = read_link(*up, "scale_up", tech ? std::optional(tech->chip.scale_up_bw_bytes_per_s) : std::nullopt);
         up->finish();
         auto out = r.child("scale_out");
@@ -504,15 +523,11 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
     t.grad_precision = *parse_precision(r.choice("grad_precision", "fp32", {"fp32", "bf16", "fp16"}));
     t.fp8_recipe = *parse_fp8_recipe(r.choice("fp8_recipe", "delayed", {"delayed", "current", "mxfp8"}));
     t.dp_overlap = r.boolean("dp_overlap", t.dp_overlap);
-    t.tp_overlap = r.number("tp_overlap", t.tp_overlap, 0.0, 1.0);
-    t.pp_overlap = r.number("pp_overlap", t.pp_overlap, 0.0, 1.0);
+    read_spec_fields(r, t, training_fields());
     t.overlap_p2p_comm = r.boolean("overlap_p2p_comm", t.overlap_p2p_comm);
     t.grad_sync_per_chunk = r.boolean("grad_sync_per_chunk", t.grad_sync_per_chunk);
     const std::string gr = r.choice("grad_reduce", "auto", {"auto", "per_step", "per_microbatch"});
     t.grad_reduce = gr == "per_step" ? GradReduce::per_step : gr == "per_microbatch" ? GradReduce::per_microbatch : GradReduce::automatic;
-    t.optimizer_state_bytes_per_param = r.number("optimizer_state_bytes_per_param", t.optimizer_state_bytes_per_param, 0.0, 64.0);
-    t.framework_overhead_bytes = r.number("framework_overhead_bytes", t.framework_overhead_bytes, 0.0, 1e13);
-    t.comm_buffer_bytes = r.number("comm_buffer_bytes", t.comm_buffer_bytes, 0.0, 1e13);
     if (r.choice("method", "full", {"full", "lora"}) == "lora") {
         t.lora.rank = r.integer("lora_rank", std::nullopt, 1, 65536);
         const std::vector<std::string> all = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
@@ -529,22 +544,14 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
 
 InferenceSpec read_inference(ObjectReader r) {
     InferenceSpec s;
-    s.batch = r.integer("batch", s.batch, 1, int64_t{1} << 20);
-    s.input_len = r.integer("input_len", s.input_len, 1, int64_t{1} << 24);
-    s.output_len = r.integer("output_len", s.output_len, 1, int64_t{1} << 24);
+    read_spec_fields(r, s, inference_fields());
     s.precision = read_precision(r, "precision", s.precision);
     s.weight_precision = read_precision(r, "weight_precision", s.precision);
     // An 8- or 4-bit deployment keeps an fp8 cache (TensorRT-LLM's FP8 KV cache, which its
     // published fp8/fp4 configurations use); otherwise the cache holds activations as computed.
     const bool low_bit = bytes_per_element(s.precision) <= 1.0;
     s.kv_precision = read_precision(r, "kv_precision", low_bit ? Precision::fp8 : activation_precision(s.precision));
-    s.framework_overhead_bytes = r.number("framework_overhead_bytes", s.framework_overhead_bytes, 0.0, 1e13);
-    s.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", s.prefill_chunk_tokens, 1, int64_t{1} << 24);
-    s.kv_block_tokens = r.integer("kv_block_tokens", s.kv_block_tokens, 1, int64_t{1} << 16);
     s.kv_reservation = r.choice("kv_reservation", "full", {"full", "average"}) == "average" ? KvReservation::average : KvReservation::full;
-    s.kv_cache_memory_fraction = r.number("kv_cache_memory_fraction", s.kv_cache_memory_fraction, 0.01, 1.0);
-    s.speculative_tokens = r.integer("speculative_tokens", s.speculative_tokens, 0, 64);
-    s.acceptance_rate = r.number("acceptance_rate", s.acceptance_rate, 0.0, 1.0);
     r.finish();
     return s;
 }
