@@ -594,6 +594,32 @@ TEST(Study, SearchPointWithoutAGpuCountIsAnError) {
     EXPECT_NE(p.message.find("--gpus"), std::string::npos) << p.message;
 }
 
+// Every point on exactly one rank, counts within one; and balanced across a grid's structure:
+// round robin on 2 ranks gave rank 0 all 500 even points of 1,000 (a fastest dimension of even
+// length: all the small values to one rank), the deal gives each rank 200-300 of them.
+TEST(Study, PointsAreDealtToRanksEvenly) {
+    for (size_t ranks : {size_t{1}, size_t{2}, size_t{3}, size_t{7}}) {
+        std::vector<int> seen(1000, 0);
+        size_t fewest = 1000, most = 0;
+        for (size_t r = 0; r < ranks; ++r) {
+            const auto mine = points_of_rank(1000, r, ranks);
+            EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+            for (size_t i : mine) ++seen.at(i);
+            fewest = std::min(fewest, mine.size());
+            most = std::max(most, mine.size());
+        }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 1000) << ranks;
+        EXPECT_LE(most - fewest, 1u) << ranks;
+    }
+    for (size_t r = 0; r < 2; ++r) {
+        const auto mine = points_of_rank(1000, r, 2);
+        const auto even = std::count_if(mine.begin(), mine.end(), [](size_t i) { return i % 2 == 0; });
+        EXPECT_GE(even, 200) << r;
+        EXPECT_LE(even, 300) << r;
+    }
+    EXPECT_TRUE(points_of_rank(0, 0, 2).empty());
+}
+
 TEST(Study, PointsSplitOverRanksComeBackInOrder) {
     // Two ranks simulated in turn: rank 1 hands its share to a fake gather, rank 0 merges both.
     const Json base = Json::parse(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-a100-80gb"},

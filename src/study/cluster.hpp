@@ -1,6 +1,7 @@
 #pragma once
 // The processes a study's points are split over: one (the default), or the ranks of an MPI job
-// (the scalemodel_mpi build). Point i runs on rank i % size; rank 0 gathers and prints.
+// (the scalemodel_mpi build). Points are dealt to ranks in a scrambled order (points_of_rank);
+// rank 0 gathers and prints.
 #include <functional>
 #include <string>
 #include <vector>

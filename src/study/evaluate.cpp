@@ -1,6 +1,7 @@
 #include "study/evaluate.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -214,10 +215,34 @@ void run_local(const std::vector<size_t>& mine, std::vector<PointOutcome>& out, 
 
 }  // namespace
 
+std::vector<size_t> points_of_rank(size_t count, size_t rank, size_t ranks) {
+    ranks = std::max<size_t>(1, ranks);
+    if (ranks == 1) {
+        std::vector<size_t> all(count);
+        for (size_t i = 0; i < count; ++i) all[i] = i;
+        return all;
+    }
+    // Points ordered by a hash of their index (SplitMix64's finaliser: a fixed bijection, the
+    // same on every rank), then dealt round robin.
+    auto scramble = [](uint64_t x) {
+        x += 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        return x ^ (x >> 31);
+    };
+    std::vector<std::pair<uint64_t, size_t>> order(count);
+    for (size_t i = 0; i < count; ++i) order[i] = {scramble(i), i};
+    std::sort(order.begin(), order.end());
+    std::vector<size_t> mine;
+    for (size_t j = rank; j < count; j += ranks) mine.push_back(order[j].second);
+    std::sort(mine.begin(), mine.end());
+    return mine;
+}
+
 std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, const StudyOptions& o) {
     const Cluster& c = o.cluster;
-    std::vector<size_t> mine;
-    for (size_t i = static_cast<size_t>(c.rank); i < count; i += static_cast<size_t>(std::max(1, c.size))) mine.push_back(i);
+    const auto ranks = static_cast<size_t>(std::max(1, c.size));
+    const std::vector<size_t> mine = points_of_rank(count, static_cast<size_t>(c.rank), ranks);
     std::vector<PointOutcome> out(count);
     // Threads go to the points when there are enough of them, else to each point's search: never
     // both, so the cores are not oversubscribed. Search results do not depend on its thread count.
@@ -238,8 +263,8 @@ std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, con
     if (c.rank != 0) return {};
     for (size_t r = 0; r < all.size(); ++r) {
         const Json theirs = Json::parse(all[r]);
-        size_t k = 0;
-        for (size_t i = r; i < count && k < theirs.size(); i += all.size(), ++k) out[i] = outcome_of(theirs[k]);
+        const std::vector<size_t> points = points_of_rank(count, r, all.size());
+        for (size_t k = 0; k < points.size() && k < theirs.size(); ++k) out[points[k]] = outcome_of(theirs[k]);
     }
     return out;
 }

@@ -60,6 +60,12 @@ struct PointOutcome {
 // A point's scenario document, or the error that stops it from being one.
 using PointDoc = std::function<Expected<Json>(size_t index)>;
 
+// The points rank `rank` of `ranks` evaluates, ascending: every point on exactly one rank, the
+// ranks' counts within one of each other, dealt in a scrambled order. Plain round robin hands
+// rank 0 every even point, and a grid whose fastest dimension has an even length (10 HBM sizes)
+// would then give one rank all the small sizes and the other all the large.
+std::vector<size_t> points_of_rank(size_t count, size_t rank, size_t ranks);
+
 // Evaluates points 0..count-1. On rank 0 returns all outcomes in order; on other ranks, empty.
 std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, const StudyOptions& o);
 
