@@ -159,6 +159,8 @@ TEST(Stages, BlockKindsFollowTheLayerRanges) {
     const StageLoad g0 = stage_load(m, two, 0), g1 = stage_load(m, two, 1);
     EXPECT_EQ(g0.blocks[idx(LayerKind::dense)], 3);
     EXPECT_EQ(g0.blocks[idx(LayerKind::moe)], 1);
+    EXPECT_EQ(g0.layers, 4);
+    EXPECT_EQ(g1.layers, 4);
     EXPECT_TRUE(g0.embedding);
     EXPECT_FALSE(g0.head);
     EXPECT_EQ(g1.blocks[idx(LayerKind::moe)], 4);
@@ -168,6 +170,7 @@ TEST(Stages, BlockKindsFollowTheLayerRanges) {
     const StageSplit inter = split_of(8, cut(4, 2, PipelineSplit::even));
     EXPECT_EQ(stage_load(m, inter, 0).blocks[idx(LayerKind::dense)], 2);
     EXPECT_EQ(stage_load(m, inter, 0).blocks[idx(LayerKind::moe)], 0);
+    EXPECT_EQ(stage_load(m, inter, 0).layers, 2);
     EXPECT_EQ(stage_load(m, inter, 1).blocks[idx(LayerKind::moe)], 2);
     EXPECT_EQ(stage_load(m, inter, 1).layers, 2);
 }
@@ -321,6 +324,13 @@ TEST(Stages, InterleavedSendReceiveOverlapsCompute) {
     EXPECT_NEAR(step_over(m, s, t, p, c).breakdown.pp_comm_exposed_s, 8 * (hop - 0.1e-6) + 2 * hop, 1e-18);
     t.overlap_p2p_comm = false;
     EXPECT_NEAR(step_over(m, s, t, p, c).breakdown.pp_comm_exposed_s, 2 * 9 * hop, 1e-18);
+    // What hides still slows the compute it hides behind: with overlap_interference 0.5 the
+    // steady state adds half of the hidden part, 0.5 x (16 hops on the wire - the exposed part).
+    t.overlap_p2p_comm = true;
+    SystemSpec slowed = s;
+    slowed.eff.overlap_interference = 0.5;
+    const double exposed = 8 * (hop - 0.1e-6);
+    EXPECT_NEAR(step_over(m, slowed, t, p, c).breakdown.pp_comm_exposed_s, exposed + 0.5 * (16 * hop - exposed) + 2 * hop, 1e-18);
 }
 
 // Scenarios: the published uneven layouts run; what no framework runs is refused, naming the field.
