@@ -213,16 +213,17 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
         case OpKind::attention: {
             // A CUDA-core decode kernel (masked MHA) does the dot products at the vector rate.
             const bool vector = op.decode_core && sys.eff.decode_attention == DecodeAttentionUnits::cuda_core;
-            const double half = sys.eff.attention_half_tokens;
-            const double eff = sys.eff.attention_max * (half > 0 ? dim_utilisation(op.attn_kv_len, half) : 1.0);
-            const double peak = vector ? sys.accel.vector_flop_per_s * sys.eff.clock_fraction * eff
-                                       : attention_peak(sys, ctx) * eff;
+            const double matrix = vector ? sys.accel.vector_flop_per_s * sys.eff.clock_fraction : attention_peak(sys, ctx);
+            // The kernel's loop over key blocks amortises its prologue, epilogue and causal
+            // diagonal over the keys a query row spans (attention_half_tokens 0: flat).
+            const double length = op.attn_kv_len > 0 ? dim_utilisation(op.attn_kv_len, sys.eff.attention_half_tokens) : 1.0;
+            const double peak = matrix * (sys.eff.attention_max * length);
             const double kv_reads = vector ? op.decode_group : 1.0;
             const double bytes = op.attn_io_elems * ctx.act_bytes + kv_reads * op.attn_kv_elems * ctx.kv_bytes;
             c.fwd_flop = op.attn_flop;
             c.fwd_model_flop = op.attn_model_flop;
             c.fwd_bytes = bytes;
-            c.peak_flop_per_s = peak / eff;
+            c.peak_flop_per_s = matrix;
             c.fwd_compute_s = op.attn_flop / peak;
             c.fwd_memory_s = memory_time_s(bytes, sys);
             c.fwd_s = roofline_s(op.attn_flop, peak, bytes, sys);

@@ -48,6 +48,8 @@ constexpr std::array kEfficiency{
 
 constexpr std::array<const char*, 2> kDecodeAttention{"tensor_core", "cuda_core"};
 
+constexpr const char* kTableHead = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
+
 using TF = SpecField<TrainingSpec>;
 constexpr std::array kTraining{
     TF{"tp_overlap", &TrainingSpec::tp_overlap, nullptr, 0.0, 1.0, "1",
@@ -86,7 +88,7 @@ std::string figure(double x) {
 template <class Spec, size_t N>
 std::string spec_table(const std::array<SpecField<Spec>, N>& fields, std::string_view section) {
     const Spec defaults{};
-    std::string o = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
+    std::string o = kTableHead;
     for (const SpecField<Spec>& f : fields) {
         const double def = f.real ? defaults.*f.real : static_cast<double>(defaults.*f.count);
         o += fmt::format("| `{}.{}` | {} | {} to {} | {} | {} |\n", section, f.key, f.unit, figure(f.lo), figure(f.hi), figure(def), f.doc);
@@ -167,11 +169,11 @@ std::optional<FieldRange> system_field_range(std::string_view dotted) {
 
 std::string system_schema_markdown() {
     const Efficiency defaults{};
-    std::string o = "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
+    std::string o = kTableHead;
     for (const SystemField& f : kSystem)
         o += fmt::format("| `system.{}` | {} | {} to {} | {} | {} |\n", f.path, f.unit, figure(f.lo), figure(f.hi), f.default_text, f.doc);
     o += "\nAnd `system.efficiency` (calibration: each preset's values and sources in docs/CALIBRATION.md):\n\n";
-    o += "| field | unit | range | default | what it is |\n|---|---|---|---|---|\n";
+    o += kTableHead;
     for (const EfficiencyField& f : kEfficiency) {
         const std::string def = f.default_from ? fmt::format("`{}`", f.default_from) : fmt::format("{:g}", defaults.*f.member);
         o += fmt::format("| `system.efficiency.{}` | {} | {:g} to {:g} | {} | {} |\n", f.key, f.unit, f.lo, f.hi, def, f.doc);

@@ -213,16 +213,20 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
 // A system field below `section` (the reader's own path below system) in the range the field
 // table gives it (io/field_table.cpp); `lo` overrides the table's where the field may be left 0
 // to be derived (under system.technology or accelerator.hbm).
+const SystemField& field_of(const std::string& section, const char* key) {
+    return system_field(section.empty() ? std::string(key) : section + "." + key);
+}
+
 double system_number(ObjectReader& r, const std::string& section, const char* key, std::optional<double> def,
                      std::optional<double> lo = std::nullopt) {
-    const SystemField& f = system_field(section.empty() ? std::string(key) : section + "." + key);
+    const SystemField& f = field_of(section, key);
     return r.number(key, def, lo.value_or(f.lo), f.hi);
 }
 
 // An integer count of the system table; `hi` tightens its upper bound (a bound set by another field).
 int64_t system_count(ObjectReader& r, const std::string& section, const char* key, std::optional<int64_t> def,
                      std::optional<int64_t> hi = std::nullopt) {
-    const SystemField& f = system_field(section.empty() ? std::string(key) : section + "." + key);
+    const SystemField& f = field_of(section, key);
     const auto top = static_cast<int64_t>(f.hi);
     return r.integer(key, def, static_cast<int64_t>(f.lo), hi ? std::min(*hi, top) : top);
 }

@@ -1,9 +1,9 @@
 #include "study/evaluate.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 

@@ -63,11 +63,6 @@ std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const S
     return out;
 }
 
-BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
-    return with_comms(compute, comms, cost_comms(comms, sys, spans), sys, spans, recompute, tp_overlap);
-}
-
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
                      const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap) {
     BlockCost b = compute.cost;
@@ -136,7 +131,8 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
 
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
                      const CommSpans& spans, Recompute recompute, double tp_overlap) {
-    return with_comms(cost_block_compute(ops, sys, ctx, recompute), ops.comms, sys, spans, recompute, tp_overlap);
+    return with_comms(cost_block_compute(ops, sys, ctx, recompute), ops.comms, cost_comms(ops.comms, sys, spans), sys, spans,
+                      recompute, tp_overlap);
 }
 
 }  // namespace sm

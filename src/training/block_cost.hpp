@@ -83,9 +83,6 @@ std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const S
 // (cost_comms), which the recompute mode repeats or hides.
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
                      const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap);
-// The same, costing the collectives (`comms`, over `spans`) first.
-BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const SystemSpec& sys,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap);
 // Cost a block: every op through cost_op, every collective through collective_time_s.
 // `tp_overlap` is the fraction of blocking TP traffic hidden by comm-GEMM overlap.
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,

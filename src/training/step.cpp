@@ -418,10 +418,6 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     return s;
 }
 
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
-    return cost_layers(c, p, place_layer_groups(p, c.system));
-}
-
 LayerOpSet layer_op_set(const TrainContext& c, const ParallelConfig& p) {
     LayerOpSet out;
     layer_op_set(c, p, out);
@@ -456,11 +452,6 @@ LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recomp
     return out;
 }
 
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l) {
-    const LayerOpSet ops = layer_op_set(c, p);
-    return cost_layers(c, p, l, compute_layers(c, ops, p.recompute));
-}
-
 namespace {
 
 CommSpans layer_comm_spans(const LayerSpans& l) {
@@ -483,8 +474,10 @@ LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const Layer
     return out;
 }
 
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute) {
-    return cost_layers(c, p, l, compute, layer_comms(c, *compute.ops, l));
+LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
+    const LayerSpans l = place_layer_groups(p, c.system);
+    const LayerOpSet ops = layer_op_set(c, p);
+    return cost_layers(c, p, l, compute_layers(c, ops, p.recompute), layer_comms(c, ops, l));
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute,

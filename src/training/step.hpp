@@ -153,13 +153,9 @@ LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const Layer
 StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs);
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
-// The same with the layer's groups placed (place_layer_groups(p, c.system)): the search costs
-// one layer key per distinct placement.
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans);
-// And with the layer key's compute given (compute_layers(c, layer_op_set(c, p), p.recompute)): the
-// collectives alone are costed.
-LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute);
-// And with the collectives costed too (layer_comms(c, *compute.ops, spans)).
+// The same from its parts, each of which the search derives once for many layouts: the layer
+// key's compute under p.recompute (compute_layers) and its collectives on the placement `spans`
+// (layer_comms).
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute,
                        const LayerComms& comms);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
