@@ -2,11 +2,12 @@
 // was given and what is allowed, on one line.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <cmath>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -231,7 +232,8 @@ TEST(Scenario, EveryEfficiencyFieldIsReadAndBounded) {
     const std::map<std::string, std::pair<double, double>> ranges{
         {"gemm_max", {1e-3, 1}},         {"gemm_half_dim", {0, 1e6}},          {"gemm_half_tokens", {0, 1e6}},
         {"gemm_max_8bit", {1e-3, 1}},    {"gemm_max_4bit", {1e-3, 1}},         {"clock_fraction", {0.1, 1}},
-        {"attention_max", {1e-3, 1}},    {"attention_half_tokens", {0, 1e9}},  {"memory_max", {1e-3, 1}},            {"memory_half_bytes", {0, 1e12}},
+        {"attention_max", {1e-3, 1}},    {"attention_half_tokens", {0, 1e9}},  {"memory_max", {1e-3, 1}},
+        {"memory_half_bytes", {0, 1e12}},
         {"kernel_latency_s", {0, 1}},    {"scale_up", {1e-3, 1}},              {"scale_out", {1e-3, 1}},
         {"overlap_interference", {0, 1}}, {"host_layer_overhead_s", {0, 1}}, {"host_collective_overhead_s", {0, 1}},
         {"host_request_overhead_s", {0, 10}}};
@@ -280,41 +282,46 @@ TEST(Scenario, EverySystemFieldIsBounded) {
               "system.scale_up.gpus_used_per_domain");
 }
 
-// The training and inference sections' numeric fields: each read into its own member, refused
-// outside its range naming it. Ranges by hand.
-TEST(Scenario, EveryTrainingAndInferenceFieldIsReadAndBounded) {
-    const std::map<std::string, std::pair<double, double>> training{
-        {"tp_overlap", {0, 1}}, {"pp_overlap", {0, 1}}, {"optimizer_state_bytes_per_param", {0, 64}},
-        {"framework_overhead_bytes", {0, 1e13}}, {"comm_buffer_bytes", {0, 1e13}}};
-    ASSERT_EQ(training_fields().size(), training.size());
-    for (const auto& f : training_fields()) {
-        const auto r = training.at(f.key);
+// One section's table against its ranges written by hand: each field's range, a value inside it
+// read into the field's own member, values on either side refused naming the field.
+template <class Spec>
+void expect_read_and_bounded(std::span<const SpecField<Spec>> fields, const std::map<std::string, std::pair<double, double>>& ranges,
+                             const std::string& section, Purpose purpose, Spec Scenario::*spec) {
+    ASSERT_EQ(fields.size(), ranges.size()) << section;
+    for (const SpecField<Spec>& f : fields) {
+        const auto r = ranges.at(f.key);
         EXPECT_EQ(f.lo, r.first) << f.key;
         EXPECT_EQ(f.hi, r.second) << f.key;
-        const std::string path = std::string("training.") + f.key;
-        auto s = load(kBase, {fmt::format("{}={}", path, 0.25 * r.second)});
-        ASSERT_TRUE(s.ok()) << s.error().message();
-        EXPECT_EQ(s.value().training.*f.real, 0.25 * r.second) << f.key;
-        EXPECT_EQ(set_error(fmt::format("{}={}", path, 2 * r.second + 1)).path, path);
-        EXPECT_EQ(set_error(fmt::format("{}=-1", path)).path, path);
-    }
-    const std::map<std::string, std::pair<double, double>> inference{
-        {"batch", {1, 1 << 20}},           {"input_len", {1, 1 << 24}},       {"output_len", {1, 1 << 24}},
-        {"framework_overhead_bytes", {0, 1e13}}, {"prefill_chunk_tokens", {1, 1 << 24}}, {"kv_block_tokens", {1, 1 << 16}},
-        {"kv_cache_memory_fraction", {0.01, 1}}, {"speculative_tokens", {0, 64}},  {"acceptance_rate", {0, 1}}};
-    ASSERT_EQ(inference_fields().size(), inference.size());
-    for (const auto& f : inference_fields()) {
-        const auto r = inference.at(f.key);
-        EXPECT_EQ(f.lo, r.first) << f.key;
-        EXPECT_EQ(f.hi, r.second) << f.key;
-        const std::string path = std::string("inference.") + f.key;
+        const std::string path = section + "." + f.key;
         const double mid = f.count ? std::floor(0.25 * r.second) : 0.25 * r.second;
-        auto s = load(kBase, {fmt::format("{}={}", path, mid)}, Purpose::infer);
+        auto s = load(kBase, {fmt::format("{}={}", path, mid)}, purpose);
         ASSERT_TRUE(s.ok()) << f.key << ": " << s.error().message();
-        EXPECT_EQ(f.count ? static_cast<double>(s.value().inference.*f.count) : s.value().inference.*f.real, mid) << f.key;
-        EXPECT_EQ(set_error(fmt::format("{}={}", path, 2 * r.second + 1), Purpose::infer).path, path);
-        EXPECT_EQ(set_error(fmt::format("{}={}", path, r.first - 1), Purpose::infer).path, path);
+        const Spec& read = s.value().*spec;
+        EXPECT_EQ(f.count ? static_cast<double>(read.*f.count) : read.*f.real, mid) << f.key;
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, 2 * r.second + 1), purpose).path, path);
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, r.first - 1), purpose).path, path);
     }
+}
+
+TEST(Scenario, EveryTrainingAndInferenceFieldIsReadAndBounded) {
+    expect_read_and_bounded(training_fields(),
+                            {{"tp_overlap", {0, 1}},
+                             {"pp_overlap", {0, 1}},
+                             {"optimizer_state_bytes_per_param", {0, 64}},
+                             {"framework_overhead_bytes", {0, 1e13}},
+                             {"comm_buffer_bytes", {0, 1e13}}},
+                            "training", Purpose::train, &Scenario::training);
+    expect_read_and_bounded(inference_fields(),
+                            {{"batch", {1, 1 << 20}},
+                             {"input_len", {1, 1 << 24}},
+                             {"output_len", {1, 1 << 24}},
+                             {"framework_overhead_bytes", {0, 1e13}},
+                             {"prefill_chunk_tokens", {1, 1 << 24}},
+                             {"kv_block_tokens", {1, 1 << 16}},
+                             {"kv_cache_memory_fraction", {0.01, 1}},
+                             {"speculative_tokens", {0, 64}},
+                             {"acceptance_rate", {0, 1}}},
+                            "inference", Purpose::infer, &Scenario::inference);
 }
 
 TEST(Scenario, OverflowingNumbersInFilesAreRejected) {
