@@ -195,6 +195,10 @@ TEST(GemmPasses, FusedAttentionEfficiencyRisesWithKeys) {
     EXPECT_DOUBLE_EQ(c.peak_flop_per_s, 1e15);
     s.eff.attention_half_tokens = 4096.0 / 3.0;
     EXPECT_NEAR(cost_op(op, s, ctx).fwd_compute_s, 1e12 / 0.375e15, 1e-15);
+    // An op that says no key length (built by hand) keeps the flat efficiency, finite.
+    Op unsized = op;
+    unsized.attn_kv_len = 0;
+    EXPECT_NEAR(cost_op(unsized, s, ctx).fwd_compute_s, 2e-3, 1e-15);
     // A CUDA-core decode kernel takes the same factor on the vector rate (1e15 x 0.5 x 0.75).
     s.eff.decode_attention = DecodeAttentionUnits::cuda_core;
     s.accel.vector_flop_per_s = 1e15;
