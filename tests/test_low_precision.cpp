@@ -134,6 +134,19 @@ TEST(OutputLayer, StaysInBf16UnderFp8Training) {
     for (const Op& op : head_ops(m, s, false).ops) EXPECT_FALSE(op.keep_activation_precision) << op.name;  // serving
 }
 
+// Under TF32 training the activations are fp32 and the GEMMs TF32 already: the output layer keeps
+// TF32 math (A100: 156 TFLOP/s), not the 19.5 TFLOP/s of plain fp32 that its 4-byte
+// activations would name.
+TEST(OutputLayer, KeepsTf32WhenOperandsAreActivationWidth) {
+    const SystemSpec sys = testing::system_preset("dgx-a100-80gb");
+    Op head = weight_gemm({8192, 16032, 8192, 1});
+    head.keep_activation_precision = true;
+    CostContext tf32;
+    tf32.math = Precision::tf32;
+    tf32.act_bytes = tf32.operand_bytes = tf32.weight_bytes = tf32.kv_bytes = 4;
+    EXPECT_DOUBLE_EQ(cost_op(head, sys, tf32).peak_flop_per_s, 156e12 * sys.eff.clock_fraction);
+}
+
 TEST(Fp8Recipe, ScenarioFieldReachesTheCostsAndRejectsUnknownRecipes) {
     const std::string base = R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100"},
         "parallel": {"dp": 8}, "training": {"global_batch": 8, "precision": "fp8")";

@@ -172,6 +172,7 @@ TEST(TensorParallelMisfit, SharedExpertWidth) {
     const auto bad = tensor_parallel_misfit(m, 4);
     ASSERT_TRUE(bad.has_value());
     EXPECT_EQ(bad->width, 2050);
+    EXPECT_FALSE(bad->multiple_ok);  // tp 8 does not cut 2,050 either: only a divisor works
     EXPECT_NE(std::string(bad->field).find("shared_expert_ffn_hidden"), std::string::npos);
 }
 

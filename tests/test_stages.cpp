@@ -110,6 +110,10 @@ TEST(Stages, DeepSpeedUniformSplit) {
     EXPECT_EQ(default_split(80, cut(3, 1, PipelineSplit::even)), PipelineSplit::uniform);
     EXPECT_FALSE(split_layers(10, cut(4, 2, PipelineSplit::uniform)).ok());
     EXPECT_FALSE(split_layers(3, cut(4, 1, PipelineSplit::uniform)).ok());
+    // As many layers as stages: one each, none empty.
+    const SplitOutcome one_each = split_layers(4, cut(4, 1, PipelineSplit::uniform));
+    ASSERT_TRUE(one_each.ok()) << one_each.problem;
+    for (int64_t g = 0; g < 4; ++g) EXPECT_EQ(one_each.split.gpu_layers(g), 1) << g;
     // An even split needs pp x vp | layers.
     EXPECT_FALSE(split_layers(126, cut(8, 8, PipelineSplit::even)).ok());
 }

@@ -174,6 +174,18 @@ TEST(StudyObjective, TimesAreBetterLowerRatesHigher) {
     EXPECT_FALSE(parse_study_objective("output_tokens_per_s", StudyMode::infer)->lower_is_better);
 }
 
+// A misspelt objective names the flag, what was given and every objective the mode allows.
+TEST(StudyObjective, UnknownNameListsEveryAllowedName) {
+    const auto bad = parse_study_objective("tokens", StudyMode::search, "--objective");
+    ASSERT_FALSE(bad.ok());
+    const std::string msg = bad.error().message();
+    for (const char* key : {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "energy_per_step_j", "energy_per_token_j",
+                            "tokens_per_j", "cost_per_step_usd", "cost_per_million_tokens_usd"})
+        EXPECT_NE(msg.find(key), std::string::npos) << key << " missing from: " << msg;
+    EXPECT_NE(msg.find("--objective"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("step_time_s, tokens_per_s,"), std::string::npos) << msg;  // comma-separated
+}
+
 TEST(Shapley, RateObjectiveGivesTheSameSpeedups) {
     // Throughput is the inverse of time: the same speedups and ratio.
     const std::vector<FactorGroup> groups = {{"a", {}}, {"b", {}}};
@@ -638,6 +650,11 @@ TEST(Study, PointsSplitOverRanksComeBackInOrder) {
         return std::vector<std::string>{};
     };
     EXPECT_TRUE(evaluate_points(mbs.size(), doc, r1).empty());
+    // A rank whose answer does not match its share is an error, not a silent partial merge.
+    StudyOptions short_answer = r1;
+    short_answer.cluster.rank = 0;
+    short_answer.cluster.gather = [&](const std::string& mine) { return std::vector<std::string>{mine, "[]"}; };
+    EXPECT_THROW(evaluate_points(mbs.size(), doc, short_answer), std::runtime_error);
     StudyOptions r0 = r1;
     r0.cluster.rank = 0;
     r0.cluster.gather = [&](const std::string& mine) { return std::vector<std::string>{mine, from_rank1}; };

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -264,7 +265,9 @@ std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, con
     for (size_t r = 0; r < all.size(); ++r) {
         const Json theirs = Json::parse(all[r]);
         const std::vector<size_t> points = points_of_rank(count, r, all.size());
-        for (size_t k = 0; k < points.size() && k < theirs.size(); ++k) out[points[k]] = outcome_of(theirs[k]);
+        if (theirs.size() != points.size())
+            throw std::runtime_error(fmt::format("rank {} returned {} outcomes for its {} points", r, theirs.size(), points.size()));
+        for (size_t k = 0; k < points.size(); ++k) out[points[k]] = outcome_of(theirs.at(k));
     }
     return out;
 }
