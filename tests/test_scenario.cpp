@@ -254,7 +254,7 @@ TEST(Scenario, EveryEfficiencyFieldIsReadAndBounded) {
 
 // Every other numeric system field is refused past its table range naming its path; the ranges
 // of a few by hand (a link's latency up to 1 s, energy per bit up to 1 nJ, the TDP from 1 W).
-TEST(Scenario, EverySystemFieldIsBounded) {
+TEST(Scenario, EveryNumericFieldIsBounded) {
     EXPECT_EQ(system_field("scale_up.latency_s").hi, 1.0);
     EXPECT_EQ(system_field("energy.hbm_j_per_bit").hi, 1e-9);
     EXPECT_EQ(system_field("energy.tdp_w").lo, 1.0);
@@ -262,13 +262,18 @@ TEST(Scenario, EverySystemFieldIsBounded) {
     EXPECT_THROW(system_field("accelerator.no_such_field"), std::logic_error);
     EXPECT_EQ(system_field("node_gpus").hi, 4096);
     EXPECT_EQ(system_field("accelerator.hbm.stacks").hi, 32);
-    for (const SystemField& f : system_fields()) {
+    for (const NumericField& f : system_fields()) {
         std::string path = std::string("system.") + f.path;
         if (const auto at = path.find("PRECISION"); at != std::string::npos) path.replace(at, 9, "bf16");
         // The stacks are read only with a generation named.
         auto error = [&](double v) {
             std::vector<std::string> sets{fmt::format("{}={}", path, v)};
             if (path.starts_with("system.accelerator.hbm.")) sets.push_back("system.accelerator.hbm.generation=hbm3");
+            // A technology description needs its node and the die's area and power.
+            if (path.starts_with("system.technology."))
+                for (const char* given : {"node=4nm", "die_area_mm2=814", "tdp_w=700"})
+                    if (!path.ends_with(std::string(given).substr(0, std::string(given).find('='))))
+                        sets.push_back(std::string("system.technology.") + given);
             return error_of(kBase, sets);
         };
         const InputError above = error(f.hi * 10 + 1);
@@ -300,6 +305,56 @@ void expect_read_and_bounded(std::span<const SpecField<Spec>> fields, const std:
         EXPECT_EQ(f.count ? static_cast<double>(read.*f.count) : read.*f.real, mid) << f.key;
         EXPECT_EQ(set_error(fmt::format("{}={}", path, 2 * r.second + 1), purpose).path, path);
         EXPECT_EQ(set_error(fmt::format("{}={}", path, r.first - 1), purpose).path, path);
+    }
+}
+
+// The parallel section's table against ranges written by hand; each field refused on either side
+// of its range naming its path (a value inside it may still break a divisibility rule: those are
+// tested by DivisibilityRules).
+TEST(Scenario, EveryParallelFieldIsBounded) {
+    const double degree = 1 << 20;
+    const std::map<std::string, std::pair<double, double>> ranges = {
+        {"tp", {1, degree}},         {"tp_rows", {1, degree}},    {"pp", {1, degree}},
+        {"dp", {1, degree}},         {"cp", {1, degree}},         {"ep", {1, degree}},
+        {"etp", {1, degree}},        {"vp", {1, 1024}},           {"microbatch", {1, degree}},
+        {"zero", {0, 3}},            {"first_stage_layers", {0, 100000}}, {"last_stage_layers", {0, 100000}}};
+    ASSERT_EQ(parallel_fields().size(), ranges.size());
+    for (const SpecField<ParallelConfig>& f : parallel_fields()) {
+        const auto r = ranges.at(f.key);
+        EXPECT_EQ(f.lo, r.first) << f.key;
+        EXPECT_EQ(f.hi, r.second) << f.key;
+        const std::string path = std::string("parallel.") + f.key;
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, r.second + 1)).path, path);
+        EXPECT_EQ(set_error(fmt::format("{}={}", path, r.first - 1)).path, path);
+    }
+    // Read into their members; etp only when given (absent: 0, "follows tp").
+    const Scenario s = load(kBase, {"parallel.zero=2", "parallel.microbatch=2", "parallel.dp=2"}).value();
+    EXPECT_EQ(s.parallel.zero, 2);
+    EXPECT_EQ(s.parallel.microbatch, 2);
+    EXPECT_EQ(s.parallel.etp, 0);
+    EXPECT_EQ(s.full["parallel"].count("etp"), 0u) << s.full["parallel"].dump();
+}
+
+// Every model field is refused past its table range naming its path (from the preset that has the
+// field's section: MoE, MLA, an image); the table's ranges of a few by hand.
+TEST(Scenario, EveryModelFieldIsBounded) {
+    EXPECT_EQ(model_field("layers").hi, 100000);
+    EXPECT_EQ(model_field("seq_len").hi, double(int64_t{1} << 27));
+    EXPECT_EQ(model_field("moe.shared_experts").hi, 1024);
+    EXPECT_EQ(model_field("mla.q_lora_rank").lo, 0);
+    EXPECT_THROW(model_field("no_such_field"), std::logic_error);
+    for (const NumericField& f : model_fields()) {
+        const std::string field = f.path;
+        const char* preset = field.starts_with("moe.") ? "mixtral-8x7b" : field.starts_with("mla.") ? "deepseek-v3"
+                             : field.starts_with("image.")                                          ? "vit-era5"
+                                                                                                     : "llama3-70b";
+        // A ViT has no vocabulary, MLA no head_dim, and seq_len follows the image's patches.
+        const std::string text = fmt::format(R"({{"model": {{"preset": "{}"}}, "system": {{"preset": "dgx-h100"}}}})", preset);
+        const std::string path = "model." + field;
+        for (const double v : {f.hi * 2 + 1, f.lo - 1}) {
+            const InputError e = error_of(text, {fmt::format("{}={}", path, v)});
+            EXPECT_EQ(e.path, path) << v << ": " << e.message();
+        }
     }
 }
 

@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "io/provenance.hpp"
 #include "io/scenario.hpp"
@@ -313,7 +316,7 @@ TEST(Attribute, TrainModeEndToEndMatchesDirectEvaluation) {
 
 TEST(Sensitivity, PowerLawElasticityIsExact) {
     // T = x^-0.5: ln(T+/T-) / ln(1.05/0.95) = -0.5 exactly; an integer field 8 -> 4 and 16.
-    const Json base = {{"system", {{"accelerator", {{"memory_bw_bytes_per_s", 2e12}}}, {"node_gpus", 8}, {"latency_s", 0.0}}}};
+    const Json base = {{"system", {{"accelerator", {{"memory_bw_bytes_per_s", 2e12}}}, {"node_gpus", 8}, {"scale_up", {{"latency_s", 0.0}}}}}};
     const auto probes = sensitivity_probes(base);
     ASSERT_EQ(probes.size(), 3u);
     std::vector<PointOutcome> lo, hi;
@@ -341,7 +344,7 @@ TEST(Sensitivity, PowerLawElasticityIsExact) {
 TEST(Sensitivity, ProbesStayInsideTheFieldTable) {
     // scale_up 0.98 (range up to 1) steps to 0.931 and 1.0, not 1.029; gemm_max at 1.0 only down;
     // a latency's lower end 0 is not reached by -5%; a peak of any precision reads its one entry
-    // (at most 1e20); a field the table does not hold (here a made-up one) keeps +-5%.
+    // (at most 1e20); a field the table does not hold (here a made-up one) is not probed.
     const Json base = {{"system",
                         {{"efficiency", {{"scale_up", 0.98}, {"gemm_max", 1.0}}},
                          {"accelerator", {{"matrix_flop_per_s", {{"fp8", 0.99e20}}}}},
@@ -360,8 +363,8 @@ TEST(Sensitivity, ProbesStayInsideTheFieldTable) {
     EXPECT_EQ(probe("system.efficiency.gemm_max").high.get<double>(), 1.0);
     EXPECT_EQ(probe("system.accelerator.matrix_flop_per_s.fp8").high.get<double>(), 1e20);
     EXPECT_DOUBLE_EQ(probe("system.scale_up.latency_s").low.get<double>(), 0.95e-6);
-    EXPECT_DOUBLE_EQ(probe("system.made_up").high.get<double>(), 2.1);
-    EXPECT_DOUBLE_EQ(probe("system.made_up").low.get<double>(), 1.9);
+    EXPECT_EQ(probes.size(), 4u);
+    for (const Probe& p : probes) EXPECT_NE(p.path, "system.made_up");
     // T = x^2 over the clamped secant 0.931 .. 1.0 is exactly 2; gemm_max's high side equals the
     // base, so only the backward difference counts even though that point "succeeded".
     std::vector<PointOutcome> lo, hi;
@@ -383,6 +386,27 @@ TEST(Sensitivity, ProbesStayInsideTheFieldTable) {
         }
     }
     EXPECT_EQ(checked, 2);  // both fields were ranked
+}
+
+// The table-driven probe list misses nothing: every numeric field of every system preset as
+// resolved (and of a system generated from its technology) has a row, so it is probed, and the
+// probes are exactly those fields.
+TEST(Sensitivity, ProbesEveryNumericFieldOfEveryResolvedSystem) {
+    std::vector<std::string> systems;
+    for (const std::string& name : system_preset_names()) systems.push_back(fmt::format(R"({{"preset": "{}"}})", name));
+    systems.push_back(R"({"preset": "dgx-h100", "technology": {"node": "4nm", "die_area_mm2": 814, "tdp_w": 700}})");
+    for (const std::string& sys : systems) {
+        const Json doc = Json::parse(fmt::format(R"({{"model": {{"preset": "llama3-8b"}}, "system": {}}})", sys));
+        const Scenario s = build_scenario(doc, Purpose::train).value();
+        std::set<std::string> numeric;
+        for_each_leaf(s.full["system"], "system", [&](const std::string& path, const Json& v) {
+            if (v.is_number() && !path.starts_with("system.sources")) numeric.insert(path);
+        });
+        std::set<std::string> probed;
+        for (const Probe& p : sensitivity_probes(s.full)) probed.insert(p.path);
+        EXPECT_EQ(probed, numeric) << sys;
+        EXPECT_GT(numeric.size(), 20u) << sys;
+    }
 }
 
 TEST(Sensitivity, AFailedSideFallsBackToOneSided) {
@@ -570,7 +594,8 @@ TEST(SearchFloor, PruningKeepsTheCheapestLayout) {
 
 TEST(Sensitivity, IntegerProbesHalveAndDouble) {
     // Integer fields step to half and double; an odd one (or 0) is probed upward only.
-    const Json base = Json::parse(R"({"system": {"a": 2, "b": 8, "c": 3, "d": 0}})");
+    const Json base = Json::parse(R"({"system": {"node_gpus": 2, "scale_up": {"domain_gpus": 8, "gpus_used_per_domain": 3},
+        "accelerator": {"hbm": {"stacks": 0}}}})");
     const auto probes = sensitivity_probes(base);
     auto probe = [&](const std::string& path) {
         for (const Probe& p : probes)
@@ -578,12 +603,12 @@ TEST(Sensitivity, IntegerProbesHalveAndDouble) {
         ADD_FAILURE() << path;
         return Probe{};
     };
-    EXPECT_EQ(probe("system.a").low, Json(1));
-    EXPECT_EQ(probe("system.a").high, Json(4));
-    EXPECT_EQ(probe("system.b").low, Json(4));
-    EXPECT_EQ(probe("system.c").low, Json(3));
-    EXPECT_EQ(probe("system.c").high, Json(6));
-    EXPECT_EQ(probe("system.d").low, Json(0));
+    EXPECT_EQ(probe("system.node_gpus").low, Json(1));
+    EXPECT_EQ(probe("system.node_gpus").high, Json(4));
+    EXPECT_EQ(probe("system.scale_up.domain_gpus").low, Json(4));
+    EXPECT_EQ(probe("system.scale_up.gpus_used_per_domain").low, Json(3));
+    EXPECT_EQ(probe("system.scale_up.gpus_used_per_domain").high, Json(6));
+    EXPECT_EQ(probe("system.accelerator.hbm.stacks").low, Json(0));
 }
 
 TEST(Study, LowerIsBetterKeys) {

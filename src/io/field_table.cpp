@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -91,44 +92,128 @@ std::string spec_table(const std::array<SpecField<Spec>, N>& fields, std::string
     std::string o = kTableHead;
     for (const SpecField<Spec>& f : fields) {
         const double def = f.real ? defaults.*f.real : static_cast<double>(defaults.*f.count);
-        o += fmt::format("| `{}.{}` | {} | {} to {} | {} | {} |\n", section, f.key, f.unit, figure(f.lo), figure(f.hi), figure(def), f.doc);
+        o += fmt::format("| `{}.{}` | {} | {} to {} | {} | {} |\n", section, f.key, f.unit, figure(f.lo), figure(f.hi),
+                         f.default_text ? f.default_text : figure(def), f.doc);
     }
     return o;
 }
 
 // In the order the docs list them.
 constexpr std::array kSystem{
-    SystemField{"accelerator.matrix_flop_per_s.PRECISION", "FLOP/s", 1e6, 1e20, "absent: unsupported",
+    NumericField{"accelerator.matrix_flop_per_s.PRECISION", "FLOP/s", 1e6, 1e20, "absent: unsupported",
                 "dense matrix peak of fp32, tf32, fp16, bf16, fp8, fp4, int8 or int4 (never the 2:4-sparsity figure)"},
-    SystemField{"accelerator.vector_flop_per_s", "FLOP/s", 1e6, 1e20, "required", "FP32 non-tensor (CUDA-core, vector) peak"},
-    SystemField{"accelerator.memory_bytes", "bytes", 1, 1e15, "required (or accelerator.hbm)", "HBM capacity per GPU"},
-    SystemField{"accelerator.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e16, "required (or accelerator.hbm)", "HBM bandwidth per GPU"},
-    SystemField{"accelerator.sram_bytes", "bytes", 0, 1e13, "0 (not described)", "on-chip SRAM a GEMM can block in"},
-    SystemField{"accelerator.sram_bw_bytes_per_s", "bytes/s", 0, 1e17, "0 (no SRAM term)", "rate the SRAM feeds the compute units"},
-    SystemField{"node_gpus", "count", 1, 4096, "8", "GPUs per node (server)"},
-    SystemField{"scale_up.domain_gpus", "count", 1, 16777216, "`node_gpus`", "GPUs one scale-up fabric (NVLink/NVSwitch) joins"},
-    SystemField{"scale_up.gpus_used_per_domain", "count", 1, 16777216, "`scale_up.domain_gpus`",
+    NumericField{"accelerator.vector_flop_per_s", "FLOP/s", 1e6, 1e20, "required", "FP32 non-tensor (CUDA-core, vector) peak"},
+    NumericField{"accelerator.memory_bytes", "bytes", 1, 1e15, "required (or accelerator.hbm)", "HBM capacity per GPU"},
+    NumericField{"accelerator.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e16, "required (or accelerator.hbm)", "HBM bandwidth per GPU"},
+    NumericField{"accelerator.sram_bytes", "bytes", 0, 1e13, "0 (not described)", "on-chip SRAM a GEMM can block in"},
+    NumericField{"accelerator.sram_bw_bytes_per_s", "bytes/s", 0, 1e17, "0 (no SRAM term)", "rate the SRAM feeds the compute units"},
+    NumericField{"node_gpus", "count", 1, 4096, "8", "GPUs per node (server)"},
+    NumericField{"scale_up.domain_gpus", "count", 1, 16777216, "`node_gpus`", "GPUs one scale-up fabric (NVLink/NVSwitch) joins"},
+    NumericField{"scale_up.gpus_used_per_domain", "count", 1, 16777216, "`scale_up.domain_gpus`",
                 "ranks a job places per domain, at most domain_gpus (a GB200 NVL72 rack run as 64: spare trays)"},
-    SystemField{"accelerator.hbm.stacks", "count", 1, 32, "required in accelerator.hbm", "HBM stacks of the named generation"},
-    SystemField{"scale_up.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction within the scale-up domain"},
-    SystemField{"scale_up.latency_s", "s", 0, 1, "0", "per message on the scale-up fabric"},
-    SystemField{"scale_out.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction on the network (NIC line rate / 8)"},
-    SystemField{"scale_out.latency_s", "s", 0, 1, "0", "per message on the network"},
-    SystemField{"host_memory.capacity_bytes", "bytes", 0, 1e15, "required in host_memory", "the second memory tier's share per GPU"},
-    SystemField{"host_memory.bw_bytes_per_s", "bytes/s", 1e6, 1e15, "required in host_memory", "its share of the host link per direction"},
-    SystemField{"host_memory.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e15, "required in host_memory",
+    NumericField{"accelerator.hbm.stacks", "count", 1, 32, "required in accelerator.hbm", "HBM stacks of the named generation"},
+    NumericField{"scale_up.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction within the scale-up domain"},
+    NumericField{"scale_up.latency_s", "s", 0, 1, "0", "per message on the scale-up fabric"},
+    NumericField{"scale_out.bw_bytes_per_s", "bytes/s", 1e3, 1e15, "required", "per GPU per direction on the network (NIC line rate / 8)"},
+    NumericField{"scale_out.latency_s", "s", 0, 1, "0", "per message on the network"},
+    NumericField{"host_memory.capacity_bytes", "bytes", 0, 1e15, "required in host_memory", "the second memory tier's share per GPU"},
+    NumericField{"host_memory.bw_bytes_per_s", "bytes/s", 1e6, 1e15, "required in host_memory", "its share of the host link per direction"},
+    NumericField{"host_memory.memory_bw_bytes_per_s", "bytes/s", 1e6, 1e15, "required in host_memory",
                 "its share of host memory bandwidth (a host-side Adam step streams through it)"},
-    SystemField{"energy.tdp_w", "W", 1, 1e6, "required in energy", "the GPU's board power limit"},
-    SystemField{"energy.idle_w", "W", 0, 1e6, "required in energy", "drawn whenever powered"},
-    SystemField{"energy.sram_j_per_bit", "J/bit", 0, 1e-9, "0 (inside active_w)", "between the on-chip SRAM level and the compute units"},
-    SystemField{"energy.hbm_j_per_bit", "J/bit", 0, 1e-9, "the accelerator.hbm generation's (else required)", "per bit read or written"},
-    SystemField{"energy.scale_up_j_per_bit", "J/bit", 0, 1e-9, "required in energy", "per bit at each end of a scale-up link"},
-    SystemField{"energy.scale_out_j_per_bit", "J/bit", 0, 1e-9, "required in energy", "per bit at each end of a NIC link (outside the TDP)"},
-    SystemField{"energy.tensor_j_per_flop", "J/FLOP", 1e-16, 1e-9, "calibrated: a fully busy GPU draws its TDP",
+    NumericField{"energy.tdp_w", "W", 1, 1e6, "required in energy", "the GPU's board power limit"},
+    NumericField{"energy.idle_w", "W", 0, 1e6, "required in energy", "drawn whenever powered"},
+    NumericField{"energy.sram_j_per_bit", "J/bit", 0, 1e-9, "0 (inside active_w)", "between the on-chip SRAM level and the compute units"},
+    NumericField{"energy.hbm_j_per_bit", "J/bit", 0, 1e-9, "the accelerator.hbm generation's (else required)", "per bit read or written"},
+    NumericField{"energy.scale_up_j_per_bit", "J/bit", 0, 1e-9, "required in energy", "per bit at each end of a scale-up link"},
+    NumericField{"energy.scale_out_j_per_bit", "J/bit", 0, 1e-9, "required in energy", "per bit at each end of a NIC link (outside the TDP)"},
+    NumericField{"energy.tensor_j_per_flop", "J/FLOP", 1e-16, 1e-9, "calibrated: a fully busy GPU draws its TDP",
                 "the tensor array's power at the sustained bf16 peak over that peak"},
-    SystemField{"energy.active_w", "W", 0, 1e6, "half the budget above idle, SRAM, HBM and links (the rest if tensor_j_per_flop is given)",
+    NumericField{"energy.active_w", "W", 0, 1e6, "half the budget above idle, SRAM, HBM and links (the rest if tensor_j_per_flop is given)",
                 "drawn above idle while any kernel runs, the tensor array aside"},
-    SystemField{"price_per_gpu_hour", "USD", 0, 1e6, "0 (unknown: no cost keys)", "price of one GPU for an hour"},
+    NumericField{"price_per_gpu_hour", "USD", 0, 1e6, "0 (unknown: no cost keys)", "price of one GPU for an hour"},
+    NumericField{"accelerator.hbm.stack_bw_bytes_per_s", "bytes/s", 1e9, 1e14, "the generation's (presets/memory/hbm.json)",
+                 "bandwidth of one stack (a part may run its pins below the standard's rate)"},
+    NumericField{"accelerator.hbm.stack_bytes", "bytes", 1e8, 1e12, "the generation's", "capacity of one stack"},
+    // system.technology (below: how the chip is generated from them).
+    NumericField{"technology.logic_density_per_m2", "transistors/m2", 1e9, 1e16, "the node's", "logic density GPU designs realise"},
+    NumericField{"technology.sram_bytes_per_m2", "bytes/m2", 1e8, 1e15, "`sram_node`'s", "SRAM bit-cell density"},
+    NumericField{"technology.clock_hz", "Hz", 1e7, 1e11, "the node's", "the boost clock peaks are quoted at"},
+    NumericField{"technology.bf16_j_per_flop", "J/FLOP", 1e-16, 1e-9, "the node's", "one dense bf16 tensor FLOP with its operand delivery"},
+    NumericField{"technology.sram_j_per_bit", "J/bit", 0, 1e-9, "`sram_node`'s", "per bit between SRAM and the compute units"},
+    NumericField{"technology.leakage_w_per_m2", "W/m2", 0, 1e7, "the node's", "static power per die area"},
+    NumericField{"technology.dies", "count", 1, 64, "1", "dies per package"},
+    NumericField{"technology.die_area_mm2", "mm2", 1, 50000, "required", "area of one die"},
+    NumericField{"technology.tdp_w", "W", 1, 1e6, "required", "the package's power limit"},
+    NumericField{"technology.tensor_share", "1", 1e-4, 1, "0.28 (B200)", "die area of tensor datapaths and their operand staging"},
+    NumericField{"technology.vector_share", "1", 0, 1, "0.055 (B200)", "die area of FP32 (vector) units"},
+    NumericField{"technology.sram_share", "1", 0, 1, "0.032 (B200)", "die area of SRAM"},
+    NumericField{"technology.tensor_transistors_per_flop_cycle", "transistors", 1, 1e9, "36000",
+                 "tensor-array transistors per dense bf16 FLOP per clock"},
+    NumericField{"technology.vector_transistors_per_flop_cycle", "transistors", 1, 1e10, "200000",
+                 "vector-unit transistors per FP32 FLOP per clock"},
+    NumericField{"technology.sram_bytes_per_cycle_per_m2", "bytes/(clock m2)", 1e3, 1e13, "475e6",
+                 "SRAM bandwidth per unit of SRAM area"},
+    NumericField{"technology.hbm.stacks", "count", 1, 1024, "as many as the shoreline holds (more is an error)", "HBM stacks"},
+    NumericField{"technology.hbm.stack_bw_bytes_per_s", "bytes/s", 1e9, 1e14, "the generation's", "bandwidth of one stack"},
+    NumericField{"technology.hbm.stack_bytes", "bytes", 1e8, 1e12, "the generation's", "capacity of one stack"},
+    NumericField{"technology.hbm.j_per_bit", "J/bit", 0, 1e-9, "the generation's", "HBM energy per bit read or written"},
+    NumericField{"technology.serdes.scale_up_lanes", "lanes", 1, 100000, "36 (NVLink 4/5: 18 links x 2)", "scale-up SerDes lanes per GPU"},
+    NumericField{"technology.serdes.scale_out_lanes", "lanes", 1, 100000, "4 (one 4-lane NIC)", "scale-out SerDes lanes per GPU"},
+};
+
+constexpr int64_t kMaxWidth = int64_t{1} << 22;
+constexpr int64_t kMaxHeads = int64_t{1} << 16;
+constexpr int64_t kMaxDim = int64_t{1} << 16;  // MLA ranks and head dimensions
+// In the order the reader takes them.
+constexpr std::array kModel{
+    NumericField{"layers", "blocks", 1, 100000, "required", "transformer blocks"},
+    NumericField{"hidden", "elements", 1, int64_t{1} << 20, "required", "model width"},
+    NumericField{"heads", "heads", 1, kMaxHeads, "required", "attention (query) heads"},
+    NumericField{"kv_heads", "heads", 1, kMaxHeads, "`heads`", "key/value heads (grouped-query attention); must divide heads"},
+    NumericField{"ffn_hidden", "elements", 1, kMaxWidth, "4 x `hidden`", "FFN width of a dense block"},
+    NumericField{"image.height", "pixels", 1, int64_t{1} << 20, "required (vit)", "image height, a multiple of patch"},
+    NumericField{"image.width", "pixels", 1, int64_t{1} << 20, "required (vit)", "image width, a multiple of patch"},
+    NumericField{"image.patch", "pixels", 1, 4096, "required (vit)", "side of a square patch (one token)"},
+    NumericField{"image.in_channels", "channels", 1, 65536, "required (vit)", "input channels per pixel"},
+    NumericField{"image.out_channels", "channels", 1, 65536, "`image.in_channels`", "channels the head predicts per pixel"},
+    NumericField{"seq_len", "tokens", 1, int64_t{1} << 27, "required (vit: the image's patches)", "tokens per sequence"},
+    NumericField{"vocab", "tokens", 1, int64_t{1} << 24, "required (none for vit)", "vocabulary size"},
+    NumericField{"moe.experts", "experts", 1, 65536, "required in moe", "routed experts per MoE block"},
+    NumericField{"moe.top_k", "experts", 1, 65536, "required in moe", "experts each token is routed to; at most experts"},
+    NumericField{"moe.expert_ffn_hidden", "elements", 1, kMaxWidth, "`ffn_hidden`", "FFN width of one expert"},
+    NumericField{"moe.first_dense_layers", "blocks", 0, 100000, "0", "leading dense blocks; at most layers - 1"},
+    NumericField{"moe.interval", "blocks", 1, 100000, "1", "block i (past the dense ones) is MoE when i + 1 is a multiple; at most layers"},
+    NumericField{"moe.shared_experts", "experts", 0, 1024, "0", "experts every token of an MoE block runs (never dispatched)"},
+    NumericField{"moe.shared_expert_ffn_hidden", "elements", 1, kMaxWidth, "`moe.expert_ffn_hidden`", "FFN width of one shared expert"},
+    NumericField{"moe.load_imbalance", "1", 1, 65536, "1 (balanced)",
+                 "token copies the busiest expert-parallel rank receives over the mean; at most experts / top_k"},
+    NumericField{"mla.q_lora_rank", "elements", 0, kMaxDim, "required in mla", "query compression rank (0: queries projected directly)"},
+    NumericField{"mla.kv_lora_rank", "elements", 1, kMaxDim, "required in mla", "compressed K/V rank (what decode caches)"},
+    NumericField{"mla.qk_nope_head_dim", "elements", 1, kMaxDim, "required in mla", "per-head query/key dimension without position"},
+    NumericField{"mla.qk_rope_head_dim", "elements", 0, kMaxDim, "required in mla", "per-head query/key dimension with RoPE (shared key)"},
+    NumericField{"mla.v_head_dim", "elements", 1, kMaxDim, "required in mla", "per-head value dimension"},
+    NumericField{"head_dim", "elements", 1, kMaxDim, "`hidden` / `heads`", "per-head dimension (Gemma's 256 at hidden 3072); none with mla"},
+};
+
+constexpr double kMaxDegree = double(int64_t{1} << 20);
+using PF = SpecField<ParallelConfig>;
+constexpr std::array kParallel{
+    PF{"tp", nullptr, &ParallelConfig::tp, 1, kMaxDegree, "ranks", "tensor-parallel degree"},
+    PF{"tp_rows", nullptr, &ParallelConfig::tp_rows, 1, kMaxDegree, "ranks",
+       "rows of a SUMMA grid of tp ranks (2D tensor parallelism; 1: Megatron's 1D); divides tp"},
+    PF{"pp", nullptr, &ParallelConfig::pp, 1, kMaxDegree, "stages", "pipeline-parallel degree"},
+    PF{"dp", nullptr, &ParallelConfig::dp, 1, kMaxDegree, "replicas", "data-parallel degree"},
+    PF{"cp", nullptr, &ParallelConfig::cp, 1, kMaxDegree, "ranks", "context-parallel degree (the sequence split)"},
+    PF{"ep", nullptr, &ParallelConfig::ep, 1, kMaxDegree, "ranks", "expert-parallel degree, carved out of dp x cp (x tp when etp is 1)"},
+    PF{"etp", nullptr, &ParallelConfig::etp, 1, kMaxDegree, "ranks", "expert tensor parallelism (1: every expert whole on its GPU)",
+       "`tp`"},
+    PF{"vp", nullptr, &ParallelConfig::vp, 1, 1024, "chunks", "interleaved virtual stages per GPU (needs pp > 1)"},
+    PF{"microbatch", nullptr, &ParallelConfig::microbatch, 1, kMaxDegree, "sequences", "sequences per micro-batch"},
+    PF{"zero", nullptr, &ParallelConfig::zero, 0, 3, "stage", "ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also weights"},
+    PF{"first_stage_layers", nullptr, &ParallelConfig::first_stage_layers, 0, 100000, "layers",
+       "blocks on the first pipeline stage (0: an even share; Megatron's decoder_first_pipeline_num_layers)"},
+    PF{"last_stage_layers", nullptr, &ParallelConfig::last_stage_layers, 0, 100000, "layers",
+       "blocks on the last pipeline stage (0: an even share)"},
 };
 
 }  // namespace
@@ -137,16 +222,43 @@ std::span<const EfficiencyField> efficiency_fields() { return kEfficiency; }
 
 std::span<const char* const> decode_attention_choices() { return kDecodeAttention; }
 
-std::span<const SystemField> system_fields() { return kSystem; }
+std::span<const NumericField> system_fields() { return kSystem; }
+
+std::span<const NumericField> model_fields() { return kModel; }
+
+std::span<const SpecField<ParallelConfig>> parallel_fields() { return kParallel; }
 
 std::span<const SpecField<TrainingSpec>> training_fields() { return kTraining; }
 
 std::span<const SpecField<InferenceSpec>> inference_fields() { return kInference; }
 
-const SystemField& system_field(std::string_view path) {
-    for (const SystemField& f : kSystem)
+namespace {
+
+const NumericField& row_of(std::span<const NumericField> table, std::string_view path, const char* section) {
+    for (const NumericField& f : table)
         if (path == f.path) return f;
-    throw std::logic_error("system field not in the table: " + std::string(path));
+    throw std::logic_error(fmt::format("{} field not in the table: {}", section, path));
+}
+
+// The key a row's field has in the object that holds it.
+const char* key_of(const NumericField& f) {
+    const char* dot = std::strrchr(f.path, '.');
+    return dot ? dot + 1 : f.path;
+}
+
+}  // namespace
+
+const NumericField& system_field(std::string_view path) { return row_of(kSystem, path, "system"); }
+
+const NumericField& model_field(std::string_view path) { return row_of(kModel, path, "model"); }
+
+double read_number(ObjectReader& r, const NumericField& f, std::optional<double> def, std::optional<double> lo) {
+    return r.number(key_of(f), def, lo.value_or(f.lo), f.hi);
+}
+
+int64_t read_count(ObjectReader& r, const NumericField& f, std::optional<int64_t> def, std::optional<int64_t> hi) {
+    const auto top = static_cast<int64_t>(f.hi);
+    return r.integer(key_of(f), def, static_cast<int64_t>(f.lo), hi ? std::min(*hi, top) : top);
 }
 
 std::optional<FieldRange> system_field_range(std::string_view dotted) {
@@ -162,16 +274,20 @@ std::optional<FieldRange> system_field_range(std::string_view dotted) {
     // Every precision's peak shares one entry.
     if (path.starts_with(kPeaksPrefix) && path.find('.', kPeaksPrefix.size()) == std::string_view::npos)
         path = "accelerator.matrix_flop_per_s.PRECISION";
-    for (const SystemField& f : kSystem)
+    for (const NumericField& f : kSystem)
         if (path == f.path) return FieldRange{f.lo, f.hi};
     return std::nullopt;
 }
 
 std::string system_schema_markdown() {
     const Efficiency defaults{};
-    std::string o = kTableHead;
-    for (const SystemField& f : kSystem)
-        o += fmt::format("| `system.{}` | {} | {} to {} | {} | {} |\n", f.path, f.unit, figure(f.lo), figure(f.hi), f.default_text, f.doc);
+    auto rows = [](std::span<const NumericField> table, std::string_view section) {
+        std::string t = kTableHead;
+        for (const NumericField& f : table)
+            t += fmt::format("| `{}.{}` | {} | {} to {} | {} | {} |\n", section, f.path, f.unit, figure(f.lo), figure(f.hi), f.default_text, f.doc);
+        return t;
+    };
+    std::string o = rows(kSystem, "system");
     o += "\nAnd `system.efficiency` (calibration: each preset's values and sources in docs/CALIBRATION.md):\n\n";
     o += kTableHead;
     for (const EfficiencyField& f : kEfficiency) {
@@ -181,7 +297,11 @@ std::string system_schema_markdown() {
     o += fmt::format("| `system.efficiency.decode_attention` | choice | `{}` or `{}` | `{}` | the units decode attention runs on: a "
                      "tensor-core GQA kernel (XQA) or a CUDA-core masked MHA kernel |\n",
                      kDecodeAttention[0], kDecodeAttention[1], kDecodeAttention[0]);
-    o += "\nA scenario's `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
+    o += "\nA model (a preset's file or a scenario's `model` section; the choices are above):\n\n";
+    o += rows(kModel, "model");
+    o += "\nA scenario's `parallel` section (besides the choices: see SPEC.md):\n\n";
+    o += spec_table(kParallel, "parallel");
+    o += "\nIts `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
          "SPEC.md):\n\n";
     o += spec_table(kTraining, "training");
     o += "\nIts `inference` section (besides the precisions and `kv_reservation`):\n\n";

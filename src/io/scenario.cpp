@@ -18,7 +18,6 @@ namespace sm {
 
 namespace {
 
-constexpr int64_t kMaxDegree = int64_t{1} << 20;
 constexpr int64_t kMaxGpus = int64_t{1} << 24;
 
 std::vector<std::string> precision_names() {
@@ -100,7 +99,10 @@ Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets,
     return merged;
 }
 
-constexpr int64_t kMaxSeqLen = int64_t{1} << 27;
+// A model field (`path` below model) in its table row's range, `hi` tightened by another field.
+int64_t model_count(ObjectReader& r, const char* path, std::optional<int64_t> def, std::optional<int64_t> hi = std::nullopt) {
+    return read_count(r, model_field(path), def, hi);
+}
 
 // model.image: the grid a ViT cuts into patch x patch tokens. Each side must be a whole number
 // of patches (a grid that is not is cropped first, as FourCastNet crops ERA5's 721 latitudes).
@@ -108,19 +110,20 @@ ImageSpec read_image(ObjectReader& r) {
     auto c = r.child("image");
     if (!c) fail(r.path_of("image"), "nothing", "required with model.kind \"vit\": {height, width, patch, in_channels[, out_channels]}");
     ImageSpec im;
-    im.height = c->integer("height", std::nullopt, 1, int64_t{1} << 20);
-    im.width = c->integer("width", std::nullopt, 1, int64_t{1} << 20);
-    im.patch = c->integer("patch", std::nullopt, 1, 4096);
-    im.in_channels = c->integer("in_channels", std::nullopt, 1, 65536);
-    im.out_channels = c->integer("out_channels", im.in_channels, 1, 65536);
+    im.height = model_count(*c, "image.height", std::nullopt);
+    im.width = model_count(*c, "image.width", std::nullopt);
+    im.patch = model_count(*c, "image.patch", std::nullopt);
+    im.in_channels = model_count(*c, "image.in_channels", std::nullopt);
+    im.out_channels = model_count(*c, "image.out_channels", im.in_channels);
     c->finish();
     for (const auto& [key, side] : {std::pair{"height", im.height}, std::pair{"width", im.width}})
         if (side % im.patch != 0)
             fail(c->path_of(key), std::to_string(side),
                  fmt::format("a multiple of model.image.patch ({}); crop the grid first (FourCastNet crops ERA5's 721 latitudes to 720)", im.patch));
-    if (im.tokens() > kMaxSeqLen)
+    const auto most = static_cast<int64_t>(model_field("seq_len").hi);
+    if (im.tokens() > most)
         fail(r.path_of("image"), fmt::format("{} tokens ({} x {} patches)", im.tokens(), im.height / im.patch, im.width / im.patch),
-             fmt::format("at most {} tokens (model.seq_len's bound)", kMaxSeqLen));
+             fmt::format("at most {} tokens (model.seq_len's bound)", most));
     return im;
 }
 
@@ -133,36 +136,38 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     r.ignore("sources");
     const std::string kind = r.choice("kind", "decoder", {"decoder", "encoder", "vit"});
     m.kind = kind == "vit" ? ModelKind::vit : kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
-    m.layers = r.integer("layers", std::nullopt, 1, 100000);
-    m.hidden = r.integer("hidden", std::nullopt, 1, int64_t{1} << 20);
-    m.heads = r.integer("heads", std::nullopt, 1, int64_t{1} << 16);
-    m.kv_heads = r.integer("kv_heads", m.heads, 1, int64_t{1} << 16);
-    m.ffn_hidden = r.integer("ffn_hidden", 4 * m.hidden, 1, int64_t{1} << 22);
+    m.layers = model_count(r, "layers", std::nullopt);
+    m.hidden = model_count(r, "hidden", std::nullopt);
+    m.heads = model_count(r, "heads", std::nullopt);
+    m.kv_heads = model_count(r, "kv_heads", m.heads);
+    m.ffn_hidden = model_count(r, "ffn_hidden", 4 * m.hidden);
     m.ffn_act = *parse_ffn_act(r.choice("ffn_act", "gelu", ffn_act_names()));
     if (m.kind == ModelKind::vit) {
         if (r.has("vocab"))
             fail(r.path_of("vocab"), show(j.at("vocab")), "none with model.kind \"vit\": a ViT has no vocabulary (model.image sets its patch projections)");
         m.image = read_image(r);
-        m.seq_len = r.integer("seq_len", m.image.tokens(), 1, kMaxSeqLen);
+        m.seq_len = model_count(r, "seq_len", m.image.tokens());
         if (m.seq_len != m.image.tokens())
             fail(r.path_of("seq_len"), std::to_string(m.seq_len),
                  fmt::format("the image's {} tokens: (height {} / patch {}) x (width {} / patch {}), or left out", m.image.tokens(),
                              m.image.height, m.image.patch, m.image.width, m.image.patch));
     } else {
         if (r.has("image")) fail(r.path_of("image"), show(j.at("image")), "only with model.kind \"vit\"");
-        m.vocab = r.integer("vocab", std::nullopt, 1, int64_t{1} << 24);
-        m.seq_len = r.integer("seq_len", std::nullopt, 1, kMaxSeqLen);
+        m.vocab = model_count(r, "vocab", std::nullopt);
+        m.seq_len = model_count(r, "seq_len", std::nullopt);
     }
     if (auto moe = r.child("moe")) {
-        m.moe.experts = moe->integer("experts", std::nullopt, 1, 65536);
-        m.moe.top_k = moe->integer("top_k", std::nullopt, 1, m.moe.experts);
-        m.moe.expert_ffn_hidden = moe->integer("expert_ffn_hidden", m.ffn_hidden, 1, int64_t{1} << 22);
-        m.moe.first_dense_layers = moe->integer("first_dense_layers", 0, 0, m.layers - 1);
-        m.moe.interval = moe->integer("interval", 1, 1, m.layers);
-        m.moe.shared_experts = moe->integer("shared_experts", 0, 0, 1024);
-        m.moe.shared_expert_ffn_hidden = moe->integer("shared_expert_ffn_hidden", m.moe.expert_ffn_hidden, 1, int64_t{1} << 22);
+        m.moe.experts = model_count(*moe, "moe.experts", std::nullopt);
+        m.moe.top_k = model_count(*moe, "moe.top_k", std::nullopt, m.moe.experts);
+        m.moe.expert_ffn_hidden = model_count(*moe, "moe.expert_ffn_hidden", m.ffn_hidden);
+        m.moe.first_dense_layers = model_count(*moe, "moe.first_dense_layers", 0, m.layers - 1);
+        m.moe.interval = model_count(*moe, "moe.interval", 1, m.layers);
+        m.moe.shared_experts = model_count(*moe, "moe.shared_experts", 0);
+        m.moe.shared_expert_ffn_hidden = model_count(*moe, "moe.shared_expert_ffn_hidden", m.moe.expert_ffn_hidden);
         // At most every copy on one rank: experts / top_k times the mean.
-        m.moe.load_imbalance = moe->number("load_imbalance", 1.0, 1.0, static_cast<double>(m.moe.experts) / static_cast<double>(m.moe.top_k));
+        const NumericField& skew = model_field("moe.load_imbalance");
+        m.moe.load_imbalance =
+            moe->number("load_imbalance", 1.0, skew.lo, std::min(skew.hi, static_cast<double>(m.moe.experts) / static_cast<double>(m.moe.top_k)));
         moe->finish();
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
@@ -185,12 +190,11 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     auto mla = r.child("mla");
     if (m.attention_kind == AttentionKind::mla) {
         if (!mla) fail(path + ".mla", "nothing", "required with attention_kind mla: {q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim}");
-        constexpr int64_t kMaxDim = int64_t{1} << 16;
-        m.mla.q_lora_rank = mla->integer("q_lora_rank", std::nullopt, 0, kMaxDim);
-        m.mla.kv_lora_rank = mla->integer("kv_lora_rank", std::nullopt, 1, kMaxDim);
-        m.mla.qk_nope_head_dim = mla->integer("qk_nope_head_dim", std::nullopt, 1, kMaxDim);
-        m.mla.qk_rope_head_dim = mla->integer("qk_rope_head_dim", std::nullopt, 0, kMaxDim);
-        m.mla.v_head_dim = mla->integer("v_head_dim", std::nullopt, 1, kMaxDim);
+        m.mla.q_lora_rank = model_count(*mla, "mla.q_lora_rank", std::nullopt);
+        m.mla.kv_lora_rank = model_count(*mla, "mla.kv_lora_rank", std::nullopt);
+        m.mla.qk_nope_head_dim = model_count(*mla, "mla.qk_nope_head_dim", std::nullopt);
+        m.mla.qk_rope_head_dim = model_count(*mla, "mla.qk_rope_head_dim", std::nullopt);
+        m.mla.v_head_dim = model_count(*mla, "mla.v_head_dim", std::nullopt);
         mla->finish();
     } else if (mla) {
         fail(path + ".mla", "an object", "only with model.attention_kind \"mla\"");
@@ -198,7 +202,7 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     if (r.has("head_dim")) {
         if (m.attention_kind == AttentionKind::mla)
             fail(r.path_of("head_dim"), show(j.at("head_dim")), "none with model.attention_kind \"mla\" (model.mla sets its head dimensions)");
-        m.attention_head_dim = r.integer("head_dim", std::nullopt, 1, int64_t{1} << 16);
+        m.attention_head_dim = model_count(r, "head_dim", std::nullopt);
     }
     r.finish();
     if (m.attention_kind == AttentionKind::mla && m.kv_heads != m.heads)
@@ -213,33 +217,19 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
 // A system field below `section` (the reader's own path below system) in the range the field
 // table gives it (io/field_table.cpp); `lo` overrides the table's where the field may be left 0
 // to be derived (under system.technology or accelerator.hbm).
-const SystemField& field_of(const std::string& section, const char* key) {
+const NumericField& field_of(const std::string& section, const char* key) {
     return system_field(section.empty() ? std::string(key) : section + "." + key);
 }
 
 double system_number(ObjectReader& r, const std::string& section, const char* key, std::optional<double> def,
                      std::optional<double> lo = std::nullopt) {
-    const SystemField& f = field_of(section, key);
-    return r.number(key, def, lo.value_or(f.lo), f.hi);
+    return read_number(r, field_of(section, key), def, lo);
 }
 
 // An integer count of the system table; `hi` tightens its upper bound (a bound set by another field).
 int64_t system_count(ObjectReader& r, const std::string& section, const char* key, std::optional<int64_t> def,
                      std::optional<int64_t> hi = std::nullopt) {
-    const SystemField& f = field_of(section, key);
-    const auto top = static_cast<int64_t>(f.hi);
-    return r.integer(key, def, static_cast<int64_t>(f.lo), hi ? std::min(*hi, top) : top);
-}
-
-// Every numeric field of a training or inference section's table, into its spec.
-template <class Spec>
-void read_spec_fields(ObjectReader& r, Spec& s, std::span<const SpecField<Spec>> fields) {
-    for (const SpecField<Spec>& f : fields) {
-        if (f.real)
-            s.*f.real = r.number(f.key, s.*f.real, f.lo, f.hi);
-        else
-            s.*f.count = r.integer(f.key, s.*f.count, static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi));
-    }
+    return read_count(r, field_of(section, key), def, hi);
 }
 
 // `generated`: the bandwidth system.technology's SerDes give, which replaces any figure given.
@@ -265,7 +255,7 @@ struct HbmMemory {
 std::optional<HbmMemory> read_hbm(ObjectReader& a) {
     auto h = a.child("hbm");
     if (!h) return std::nullopt;
-    const HbmStack stack = read_hbm_stack(*h, std::nullopt);
+    const HbmStack stack = read_hbm_stack(*h, "accelerator.hbm", std::nullopt);
     const auto stacks = static_cast<double>(system_count(*h, "accelerator.hbm", "stacks", std::nullopt));
     h->finish();
     return HbmMemory{stacks * stack.bytes, stacks * stack.bw_bytes_per_s, stack.entry.at("j_per_bit").get<double>()};
@@ -375,7 +365,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
         auto peaks = a->child("matrix_flop_per_s");
         if (!peaks && !tech) fail(a->path_of("matrix_flop_per_s"), "nothing", "required: {precision: FLOP/s, ...}");
         const auto names = precision_names();
-        const SystemField& peak = system_field("accelerator.matrix_flop_per_s.PRECISION");
+        const NumericField& peak = system_field("accelerator.matrix_flop_per_s.PRECISION");
         for (const auto& name : names) {
             if (!peaks || !peaks->has(name.c_str())) continue;
             s.accel.matrix_flop_per_s[static_cast<size_t>(*parse_precision(name))] =
@@ -477,22 +467,14 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
     ParallelConfig p;
-    p.tp = r.integer("tp", 1, 1, kMaxDegree);
-    p.tp_rows = r.integer("tp_rows", 1, 1, kMaxDegree);
-    p.pp = r.integer("pp", 1, 1, kMaxDegree);
-    p.dp = r.integer("dp", 1, 1, kMaxDegree);
-    p.cp = r.integer("cp", 1, 1, kMaxDegree);
-    p.ep = r.integer("ep", 1, 1, kMaxDegree);
-    // Recorded as given: its default follows tp.
-    p.etp = r.has("etp") ? r.integer("etp", std::nullopt, 1, kMaxDegree) : 0;
-    p.vp = r.integer("vp", 1, 1, 1024);
+    // The degrees, micro-batch, ZeRO stage and stage layer counts; etp is recorded only as given
+    // (its default follows tp).
+    read_spec_fields(r, p, parallel_fields());
     // SUMMA keeps activations sharded between GEMMs: sequence parallelism is implied.
     p.sequence_parallel = r.boolean("sequence_parallel", p.summa());
     if (p.summa() && !p.sequence_parallel)
         fail(r.path_of("sequence_parallel"), "false",
              fmt::format("true or left out: SUMMA (tp_rows {}) keeps activations sharded over the whole grid", p.tp_rows));
-    p.microbatch = r.integer("microbatch", 1, 1, kMaxDegree);
-    p.zero = r.integer("zero", 0, 0, 3);
     const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
     p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
     const std::string off = r.choice("offload", "none", {"none", "optimizer", "activations", "optimizer+activations"});
@@ -514,8 +496,6 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     const std::string cp_kind = r.choice("cp_kind", "ring", {"ring", "all_gather", "ulysses"});
     for (CpKind k : kCpKinds)
         if (cp_kind == to_string(k)) p.cp_kind = k;
-    p.first_stage_layers = r.integer("first_stage_layers", 0, 0, 100000);
-    p.last_stage_layers = r.integer("last_stage_layers", 0, 0, 100000);
     r.finish();
     return p;
 }

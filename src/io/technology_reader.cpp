@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "io/embedded.hpp"
+#include "io/field_table.hpp"
 
 namespace sm {
 
@@ -37,15 +38,24 @@ std::vector<std::string> by_number(std::vector<std::string> v, bool descending) 
 
 double num(const Json& entry, const char* key) { return entry.at(key).get<double>(); }
 
+// A field below system.`section` in its table row's range (io/field_table.cpp).
+double tech_number(ObjectReader& r, const std::string& section, const char* key, std::optional<double> def) {
+    return read_number(r, system_field(section + "." + key), def);
+}
+
+int64_t tech_count(ObjectReader& r, const std::string& section, const char* key, std::optional<int64_t> def) {
+    return read_count(r, system_field(section + "." + key), def);
+}
+
 }  // namespace
 
-HbmStack read_hbm_stack(ObjectReader& h, const std::optional<std::string>& default_generation) {
+HbmStack read_hbm_stack(ObjectReader& h, const std::string& section, const std::optional<std::string>& default_generation) {
     const Json table = Json::parse(embedded_memory_presets().front().text);
     HbmStack out;
     out.generation = h.choice("generation", default_generation, entries(table));
     out.entry = table[out.generation];
-    out.bw_bytes_per_s = h.number("stack_bw_bytes_per_s", num(out.entry, "stack_bw_bytes_per_s"), 1e9, 1e14);
-    out.bytes = h.number("stack_bytes", num(out.entry, "stack_bytes"), 1e8, 1e12);
+    out.bw_bytes_per_s = tech_number(h, section, "stack_bw_bytes_per_s", num(out.entry, "stack_bw_bytes_per_s"));
+    out.bytes = tech_number(h, section, "stack_bytes", num(out.entry, "stack_bytes"));
     return out;
 }
 
@@ -64,23 +74,24 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
     const std::string sram_node = r->choice("sram_node", node, node_names);  // SRAM-only scaling
     const Json& n = nodes[node];
     // Any figure of the node may be overridden (what a sensitivity or a what-if varies).
-    t.node.logic_density_per_m2 = r->number("logic_density_per_m2", num(n, "logic_density_per_m2"), 1e9, 1e16);
-    t.node.sram_bytes_per_m2 = r->number("sram_bytes_per_m2", num(nodes[sram_node], "sram_bytes_per_m2"), 1e8, 1e15);
-    t.node.clock_hz = r->number("clock_hz", num(n, "clock_hz"), 1e7, 1e11);
-    t.node.bf16_j_per_flop = r->number("bf16_j_per_flop", num(n, "bf16_j_per_flop"), 1e-16, 1e-9);
-    t.node.sram_j_per_bit = r->number("sram_j_per_bit", num(nodes[sram_node], "sram_j_per_bit"), 0.0, 1e-9);
-    t.node.leakage_w_per_m2 = r->number("leakage_w_per_m2", num(n, "leakage_w_per_m2"), 0.0, 1e7);
-    t.dies = r->integer("dies", 1, 1, 64);
-    const double die_mm2 = r->number("die_area_mm2", std::nullopt, 1.0, 50000.0);
+    const std::string tech = "technology";
+    t.node.logic_density_per_m2 = tech_number(*r, tech, "logic_density_per_m2", num(n, "logic_density_per_m2"));
+    t.node.sram_bytes_per_m2 = tech_number(*r, tech, "sram_bytes_per_m2", num(nodes[sram_node], "sram_bytes_per_m2"));
+    t.node.clock_hz = tech_number(*r, tech, "clock_hz", num(n, "clock_hz"));
+    t.node.bf16_j_per_flop = tech_number(*r, tech, "bf16_j_per_flop", num(n, "bf16_j_per_flop"));
+    t.node.sram_j_per_bit = tech_number(*r, tech, "sram_j_per_bit", num(nodes[sram_node], "sram_j_per_bit"));
+    t.node.leakage_w_per_m2 = tech_number(*r, tech, "leakage_w_per_m2", num(n, "leakage_w_per_m2"));
+    t.dies = tech_count(*r, tech, "dies", 1);
+    const double die_mm2 = tech_number(*r, tech, "die_area_mm2", std::nullopt);
     t.die_area_m2 = die_mm2 * 1e-6;
-    t.tdp_w = r->number("tdp_w", std::nullopt, 1.0, 1e6);
+    t.tdp_w = tech_number(*r, tech, "tdp_w", std::nullopt);
     // Defaults: the B200's floorplan (docs/PRESET_SCHEMA.md).
-    t.tensor_share = r->number("tensor_share", 0.28, 1e-4, 1.0);
-    t.vector_share = r->number("vector_share", 0.055, 0.0, 1.0);
-    t.sram_share = r->number("sram_share", 0.032, 0.0, 1.0);
-    t.tensor_transistors_per_flop_cycle = r->number("tensor_transistors_per_flop_cycle", t.tensor_transistors_per_flop_cycle, 1.0, 1e9);
-    t.vector_transistors_per_flop_cycle = r->number("vector_transistors_per_flop_cycle", t.vector_transistors_per_flop_cycle, 1.0, 1e10);
-    t.sram_bytes_per_cycle_per_m2 = r->number("sram_bytes_per_cycle_per_m2", t.sram_bytes_per_cycle_per_m2, 1e3, 1e13);
+    t.tensor_share = tech_number(*r, tech, "tensor_share", 0.28);
+    t.vector_share = tech_number(*r, tech, "vector_share", 0.055);
+    t.sram_share = tech_number(*r, tech, "sram_share", 0.032);
+    t.tensor_transistors_per_flop_cycle = tech_number(*r, tech, "tensor_transistors_per_flop_cycle", t.tensor_transistors_per_flop_cycle);
+    t.vector_transistors_per_flop_cycle = tech_number(*r, tech, "vector_transistors_per_flop_cycle", t.vector_transistors_per_flop_cycle);
+    t.sram_bytes_per_cycle_per_m2 = tech_number(*r, tech, "sram_bytes_per_cycle_per_m2", t.sram_bytes_per_cycle_per_m2);
     std::vector<std::string> all;
     for (Precision p : kAllPrecisions) all.emplace_back(to_string(p));
     for (const std::string& p : r->choices("precisions", std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8"}, all))
@@ -90,18 +101,18 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
 
     {  // HBM: the memory node's generation unless named; as many stacks as the shoreline holds
         ObjectReader h = r->child_or_empty("hbm");
-        const HbmStack stack = read_hbm_stack(h, nodes[memory_node]["hbm"].get<std::string>());
+        const HbmStack stack = read_hbm_stack(h, "technology.hbm", nodes[memory_node]["hbm"].get<std::string>());
         const std::string& gen = stack.generation;
         t.hbm.stack_bw_bytes_per_s = stack.bw_bytes_per_s;
         t.hbm.stack_bytes = stack.bytes;
-        t.hbm.j_per_bit = h.number("j_per_bit", num(stack.entry, "j_per_bit"), 0.0, 1e-9);
+        t.hbm.j_per_bit = tech_number(h, "technology.hbm", "j_per_bit", num(stack.entry, "j_per_bit"));
         t.hbm.phy_area_m2 = num(stack.entry, "phy_area_m2");
         t.hbm.edge_m = num(stack.entry, "edge_m");
         const int64_t most = max_hbm_stacks(t);
         if (most < 1)
             fail(h.path_of("stacks"), fmt::format("dies of {:g} mm2", die_mm2),
                  fmt::format("expected a die edge of at least {:g} mm for one stack", t.hbm.edge_m * 1e3));
-        t.hbm.stacks = h.integer("stacks", most, 1, 1024);
+        t.hbm.stacks = tech_count(h, "technology.hbm", "stacks", most);
         if (t.hbm.stacks > most)
             fail(h.path_of("stacks"), std::to_string(t.hbm.stacks),
                  fmt::format("expected at most {}: {} die(s) of {:g} mm2 hold {} stacks of {} along two edges each ({:g} mm per stack)", most,
@@ -119,8 +130,8 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
         };
         t.scale_up_serdes = lane(up);
         t.scale_out_serdes = lane(outg);
-        t.scale_up_lanes = s.integer("scale_up_lanes", 36, 1, 100000);
-        t.scale_out_lanes = s.integer("scale_out_lanes", 4, 1, 100000);
+        t.scale_up_lanes = tech_count(s, "technology.serdes", "scale_up_lanes", 36);
+        t.scale_out_lanes = tech_count(s, "technology.serdes", "scale_out_lanes", 4);
         s.finish();
     }
     r->finish();

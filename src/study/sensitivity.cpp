@@ -4,35 +4,68 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "io/field_table.hpp"
-#include "io/provenance.hpp"
 
 namespace sm {
+
+namespace {
+
+// The value at a dotted path below `j`, or nullptr.
+const Json* find_dotted(const Json& j, std::string_view dotted) {
+    const Json* at = &j;
+    size_t from = 0;
+    while (true) {
+        const size_t dot = dotted.find('.', from);
+        const std::string key(dotted.substr(from, dot == std::string_view::npos ? std::string_view::npos : dot - from));
+        if (!at->is_object() || !at->contains(key)) return nullptr;
+        at = &(*at)[key];
+        if (dot == std::string_view::npos) return at;
+        from = dot + 1;
+    }
+}
+
+Probe probe_of(const std::string& path, const Json& v, FieldRange range) {
+    Probe p{path, v, v, v};
+    if (v.is_number_integer() || v.is_number_unsigned()) {
+        const int64_t x = v.get<int64_t>();
+        p.low = x % 2 == 0 && x >= 2 ? Json(x / 2) : Json(x);
+        p.high = Json(2 * x);
+    } else if (const double x = v.get<double>(); x != 0.0) {
+        // A step that would leave the field's accepted range stops at its end (a shorter
+        // secant, still d ln T / d ln x); at the end itself that side is not tried.
+        p.low = std::clamp(x * (1 - kSensitivityStep), std::min(range.lo, x), std::max(range.hi, x));
+        p.high = std::clamp(x * (1 + kSensitivityStep), std::min(range.lo, x), std::max(range.hi, x));
+    }
+    return p;
+}
+
+}  // namespace
 
 std::vector<Probe> sensitivity_probes(const Json& base) {
     std::vector<Probe> out;
     if (!base.contains("system")) return out;
-    for_each_leaf(base["system"], "system", [&](const std::string& path, const Json& v) {
-        if (!v.is_number() || path.find("sources") != std::string::npos) return;
-        Probe p{path, v, v, v};
-        if (v.is_number_integer() || v.is_number_unsigned()) {
-            const int64_t x = v.get<int64_t>();
-            p.low = x % 2 == 0 && x >= 2 ? Json(x / 2) : Json(x);
-            p.high = Json(2 * x);
-        } else if (const double x = v.get<double>(); x != 0.0) {
-            // A step that would leave the field's accepted range stops at its end (a shorter
-            // secant, still d ln T / d ln x); at the end itself that side is not tried.
-            const std::optional<FieldRange> range = system_field_range(path);
-            const double lo = range ? range->lo : -std::numeric_limits<double>::infinity();
-            const double hi = range ? range->hi : std::numeric_limits<double>::infinity();
-            p.low = std::clamp(x * (1 - kSensitivityStep), std::min(lo, x), std::max(hi, x));
-            p.high = std::clamp(x * (1 + kSensitivityStep), std::min(lo, x), std::max(hi, x));
+    const Json& sys = base["system"];
+    // The field table's rows, in its order: each one the resolved system holds as a number.
+    auto add = [&](const std::string& below, FieldRange range) {
+        const Json* v = find_dotted(sys, below);
+        if (v && v->is_number()) out.push_back(probe_of("system." + below, *v, range));
+    };
+    for (const EfficiencyField& f : efficiency_fields()) add(std::string("efficiency.") + f.key, {f.lo, f.hi});
+    constexpr std::string_view kEachPrecision = ".PRECISION";
+    for (const NumericField& f : system_fields()) {
+        const std::string_view path = f.path;
+        if (!path.ends_with(kEachPrecision)) {
+            add(f.path, {f.lo, f.hi});
+            continue;
         }
-        out.push_back(std::move(p));
-    });
+        const std::string parent(path.substr(0, path.size() - kEachPrecision.size()));
+        if (const Json* peaks = find_dotted(sys, parent); peaks && peaks->is_object())
+            for (const auto& [name, v] : peaks->items()) add(parent + "." + name, {f.lo, f.hi});
+    }
     return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// `sensitivity`: the elasticity d ln(objective) / d ln(x) of every numeric field x of the system,
-// by central differences over points that are an ordinary sweep.
+// `sensitivity`: the elasticity d ln(objective) / d ln(x) of every numeric field x of the system
+// (every row of the field table, io/field_table.hpp, that the resolved system holds), by central
+// differences over points that are an ordinary sweep.
 //  - A real-valued field is moved to x(1-h) and x(1+h), h = kSensitivityStep (5%): the elasticity
 //    is ln(T+/T-) / ln((1+h)/(1-h)). A step that would leave the field's range (the field table,
 //    io/field_table.hpp) stops at its end; at the end itself (an efficiency of 1 cannot grow), or
@@ -24,7 +25,8 @@ struct Probe {
     Json low, high;    // the two values tried (low may equal value: one-sided)
 };
 
-// The probes of every numeric leaf of the document's system (labels aside).
+// The probes of the document's system: every field-table row it holds as a number, in the
+// table's order (a peak for each precision it lists).
 std::vector<Probe> sensitivity_probes(const Json& base);
 
 struct Elasticity {
