@@ -61,6 +61,50 @@ TEST(Serving, DecodeBoundSteadyStateByHand) {
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s_per_user, 1.0 / t);
 }
 
+// MLA in a continuous batch: decoding requests attend over the cached latent with W_UK and W_UV
+// absorbed (DeepSeek-V2 sec. 2.1.3), prompt chunks in the expanded form (the K/V up-projection,
+// then per-head attention of width qk + v), as vLLM, SGLang and TensorRT-LLM run a context phase.
+// The toy Llama with MLA (q_lora 32, kv_lora 24, nope 16, rope 8, v 16; cache 24 + 8 = 32) and
+// the workload above: 2.5 decode tokens at mean context 105.5, 25 prompt tokens over prompts of
+// 100 (half seen on average), 2.75 samples.
+TEST(Serving, MlaDecodesAbsorbedAndPromptsExpandedByHand) {
+    ModelSpec m = testing::tiny_llama(2);
+    m.attention_kind = AttentionKind::mla;
+    m.kv_heads = m.heads;
+    m.mla = {32, 24, 16, 8, 16};
+    const double h = 64, heads = 4, q_lat = 32, kv_lat = 24, nope = 16, rope = 8, v = 16, cache = 32, f = 128, V = 100, L = 2;
+    const double common = h * cache + h * q_lat + q_lat * heads * (nope + rope) + heads * v * h + 3 * h * f;
+    const double absorbed = heads * nope * kv_lat + heads * kv_lat * v;  // W_UK into q, W_UV onto o
+    const double expanded = kv_lat * heads * (nope + v);                  // the K/V up-projection
+    const double decode = 2.5, ctx = 105.5, prefill = 25, in = 100, sampled = 2.75;
+    const double flop = L * (2 * common * (decode + prefill) + 2 * absorbed * decode + 2 * expanded * prefill +
+                             2 * heads * (cache + kv_lat) * decode * ctx + 2 * heads * (nope + rope + v) * prefill * in * 0.5) +
+                        2 * h * V * sampled;
+    const ServingPoint r = serve_at({m, testing::round_inference_system(), toy_serving_workload()}, ParallelConfig{}, 3);
+    ASSERT_DOUBLE_EQ(r.decode_tokens, decode);
+    EXPECT_NEAR(r.step.flop, flop, 1e-9 * flop);
+}
+
+// The absorbed and expanded projections have the same FLOP (heads x kv_lora x (nope + v)) but
+// not the same GEMMs: on a calibrated machine (shape-dependent efficiency) a prompt-only step of
+// a prefill engine (one request, its whole prompt in one chunk) costs exactly the static
+// prefill of that prompt, whose ops are the expanded form's.
+TEST(Serving, MlaPromptStepIsTheStaticPrefill) {
+    ModelSpec m = testing::tiny_llama(2);
+    m.attention_kind = AttentionKind::mla;
+    m.kv_heads = m.heads;
+    m.mla = {32, 24, 16, 8, 16};
+    InferenceSpec s = toy_serving_workload();
+    s.input_len = 512;
+    s.prefill_chunk_tokens = 512;
+    const InferContext c{m, system_preset("dgx-h100"), s};
+    const ServingPoint r = serve_at(c, ParallelConfig{}, 1, ServeRole::prefill);
+    ASSERT_DOUBLE_EQ(r.prefill_tokens, 512.0);
+    const PassCost prefill = prefill_cost(c, ParallelConfig{});
+    EXPECT_NEAR(r.step.compute_s, prefill.compute_s, 1e-12 * prefill.compute_s);
+    EXPECT_NEAR(r.step.flop, prefill.flop, 1e-9 * prefill.flop);
+}
+
 TEST(Serving, BidirectionalPromptsAttendToTheWholePromptByHand) {
     // The steady state above with a decoder that does not mask the future (model.causal false):
     // every prompt token attends to all 100 prompt keys; decoding still reads the whole cache.

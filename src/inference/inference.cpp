@@ -58,15 +58,17 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
 }
 
 // One block's ops: `layer`'s own, or its token-linear ops with the attention cores of `cores`
-// (groups of sequences at their own query and context lengths, side by side in one step).
+// (groups of sequences at their own query and context lengths, side by side in one step), each
+// with the projections of its own form (MLA: absorbed for decode groups, expanded for prompts).
 LayerOps block_ops(const ModelSpec& m, const LayerShape& layer, LayerKind k, std::span<const LayerShape> cores) {
     LayerOps ops = layer_ops(m, layer, k);
     if (cores.empty()) return ops;
-    std::erase_if(ops.ops, [](const Op& o) { return o.attention_core; });
+    const auto per_group = [](const Op& o) { return o.attention_core || o.core_projection; };
+    std::erase_if(ops.ops, per_group);
     for (const LayerShape& g : cores) {
         if (!(g.batch * g.q_len > 0)) continue;
         for (const Op& o : layer_ops(m, g, k).ops)
-            if (o.attention_core) ops.ops.push_back(o);
+            if (per_group(o)) ops.ops.push_back(o);
     }
     return ops;
 }

@@ -119,6 +119,7 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     decode.batch = f.decode / mb;
     decode.q_len = verify;
     LayerShape prompt = tokens_shape(p, s, f.prefill / mb);
+    prompt.decode = false;  // prompt chunks run the context-phase kernels (FlashAttention; MLA expanded)
     prompt.kv_len = as_d(s.input_len);  // over a whole prompt, its chunks see I/2 keys each on average
     prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
     const std::array<LayerShape, 2> cores{decode, prompt};

@@ -368,11 +368,14 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
         // W_UK absorbed into the query (one [nope, kv_lora] product per head), attention over the
         // latent cache, W_UV applied to the per-head latent output.
         weight_gemm(out, s, "q_absorb_uk", {d.tokens, kv_lat, nope, d.heads}, 0.0, qkv);
+        out.ops.back().core_projection = true;
         rope(out, d, (d.heads + 1.0) * rope_dim);
         attention(out, m, s, d, {d.heads, 1.0, cache, kv_lat, s.batch * s.kv_len * cache});
         weight_gemm(out, s, "o_absorb_uv", {d.tokens, v, kv_lat, d.heads}, 0.0, qkv);
+        out.ops.back().core_projection = true;
     } else {
         weight_gemm(out, s, "kv_up_proj", {d.tokens, d.heads * (nope + v), kv_lat, 1}, d.tokens_sp * kv_lat * d.e, qkv);
+        out.ops.back().core_projection = true;
         rope(out, d, (d.heads + 1.0) * rope_dim);  // the query's RoPE part per head, one shared RoPE key
         cp_attention(out, m, s, d, {d.heads, d.heads, qk, v});
     }

@@ -41,6 +41,10 @@ struct Op {
     bool attention_core = false;  // re-run in backward under selective recompute
     bool decode_core = false;     // decode attention over K/V heads (efficiency.decode_attention picks its units)
     double decode_group = 1;      // query heads per K/V head of a decode core
+    // An MLA projection whose form follows the attention core's: absorbed into the query and
+    // output when decoding, the K/V up-projection when attending over a prompt. A step that
+    // mixes both takes it from each group of sequences, like the core itself (block_ops).
+    bool core_projection = false;
     // Runs in the activation format (bf16) even when the other GEMMs run in fp8/fp4: Transformer
     // Engine quantises only the layers built from its modules, and Megatron's output layer is not one.
     bool keep_activation_precision = false;
