@@ -52,6 +52,9 @@ TEST(Collectives, TwoLevelGatherAndScatterByHand) {
     EXPECT_NEAR(collective_time_s(Collective::reduce_scatter, S, {6, 6, 1}, s), 5.0 / 6 * S / kUp + 5 * kUpLat, 1e-15);
     // n = 6 all-reduce: 10 ring hops against the tree's 6.
     EXPECT_NEAR(collective_time_s(Collective::all_reduce, S, {6, 6, 1}, s), 2 * 5.0 / 6 * S / kUp + 6 * kUpLat, 1e-15);
+    // One byte still pays the hops' latency; nothing to move (0 bytes) costs nothing.
+    EXPECT_NEAR(collective_time_s(Collective::all_gather, 1.0, {3, 3, 1}, s), 2.0 / 3 / kUp + 2 * kUpLat, 1e-15);
+    EXPECT_EQ(collective_time_s(Collective::all_gather, 0.0, {3, 3, 1}, s), 0.0);
 }
 
 // All-to-all: each GPU sends (n-1)/n of its buffer, one latency per peer. Over 2 domains of 8,

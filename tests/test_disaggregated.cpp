@@ -143,6 +143,15 @@ TEST(Disaggregated, JoulesObjective) {
     EXPECT_LT(joules.best.front().energy.total_j(), rate.best.front().energy.total_j());
 }
 
+// x P = 1.2 requests/s of prompts against D = 1 per decode instance: y = 1 or 2 either side;
+// 0.5 against 1: one is enough (floor 0 lifts to 1); 7.5 against 1 with room for 3: 3.
+TEST(Disaggregated, DecodeInstancesEitherSideOfTheBalance) {
+    EXPECT_EQ(decode_instance_candidates(1.2, 1.0, 5), (std::array<int64_t, 2>{1, 2}));
+    EXPECT_EQ(decode_instance_candidates(0.5, 1.0, 5), (std::array<int64_t, 2>{1, 1}));
+    EXPECT_EQ(decode_instance_candidates(7.5, 1.0, 3), (std::array<int64_t, 2>{3, 3}));
+    EXPECT_EQ(decode_instance_candidates(4.0, 2.0, 8), (std::array<int64_t, 2>{2, 2}));
+}
+
 TEST(Disaggregated, InstanceSizes) {
     EXPECT_EQ(instance_sizes(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 8}));
     EXPECT_EQ(instance_sizes(2), (std::vector<int64_t>{1}));
@@ -152,6 +161,7 @@ struct Budget {
     const char* name;
     int64_t gpus;
     double ttft_s, tpot_s;
+    int64_t input_len = 300, output_len = 40;  // search_serving_workload's unless a case sets them
 };
 
 class DisaggregatedVsBruteForce : public ::testing::TestWithParam<Budget> {};
@@ -161,7 +171,9 @@ TEST_P(DisaggregatedVsBruteForce, SameBestRate) {
     const ModelSpec m = testing::tiny_llama(4);  // 4 layers
     SystemSpec sys = testing::round_inference_system();
     sys.accel.memory_bytes = 2e6;  // a few dozen requests fit
-    const InferenceSpec s = testing::search_serving_workload();
+    InferenceSpec s = testing::search_serving_workload();
+    s.input_len = b.input_len;
+    s.output_len = b.output_len;
     const InferContext c{m, sys, s};
     const ServeTargets t{b.ttft_s, b.tpot_s};
     const DisaggResult r = disaggregated_search(c, b.gpus, t, 3);
@@ -199,7 +211,7 @@ TEST_P(DisaggregatedVsBruteForce, SameBestRate) {
             for (int64_t x = 1; x * gp < b.gpus; ++x)
                 for (int64_t y = 1; x * gp + y * gd <= b.gpus; ++y) {
                     const double rate = std::min(static_cast<double>(x) * p.point.requests_per_s, static_cast<double>(y) * d.point.requests_per_s);
-                    const double per_gpu = rate * 40.0 / static_cast<double>(x * gp + y * gd);
+                    const double per_gpu = rate * static_cast<double>(b.output_len) / static_cast<double>(x * gp + y * gd);
                     if (!best || per_gpu > *best) best = per_gpu;
                 }
         }
@@ -281,7 +293,10 @@ TEST(Disaggregated, OneRowPerPoolPairing) {
 INSTANTIATE_TEST_SUITE_P(SmallBudgets, DisaggregatedVsBruteForce,
                          // The targets bind: the unconstrained best of 6 GPUs has TTFT 15 us and TPOT 2.1 us.
                          ::testing::Values(Budget{"NoTargets", 6, 0, 0}, Budget{"TpotTarget", 8, 0, 1.5e-6},
-                                           Budget{"BothTargets", 6, 1.2e-5, 1.8e-6}),
+                                           Budget{"BothTargets", 6, 1.2e-5, 1.8e-6},
+                                           // Long prompts, two output tokens: one decode instance
+                                           // keeps up with several prefill ones.
+                                           Budget{"PrefillHeavy", 8, 0, 0, 1000, 2}),
                          [](const ::testing::TestParamInfo<Budget>& p) { return std::string(p.param.name); });
 
 }  // namespace

@@ -147,6 +147,17 @@ TEST(OutputLayer, KeepsTf32WhenOperandsAreActivationWidth) {
     EXPECT_DOUBLE_EQ(cost_op(head, sys, tf32).peak_flop_per_s, 156e12 * sys.eff.clock_fraction);
 }
 
+// With fp32 activations and 16-bit operands the output layer runs in fp32 (A100: the 19.5
+// TFLOP/s of its CUDA cores), its operands and weights 4 bytes.
+TEST(OutputLayer, Fp32ActivationsKeepFp32Math) {
+    const SystemSpec sys = testing::system_preset("dgx-a100-80gb");
+    Op head = weight_gemm({8192, 16032, 8192, 1});
+    head.keep_activation_precision = true;
+    CostContext mixed;
+    mixed.act_bytes = 4;  // bf16 math and operands (the default) beside fp32 activations
+    EXPECT_DOUBLE_EQ(cost_op(head, sys, mixed).peak_flop_per_s, 19.5e12 * sys.eff.clock_fraction);
+}
+
 TEST(Fp8Recipe, ScenarioFieldReachesTheCostsAndRejectsUnknownRecipes) {
     const std::string base = R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100"},
         "parallel": {"dp": 8}, "training": {"global_batch": 8, "precision": "fp8")";

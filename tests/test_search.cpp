@@ -8,6 +8,7 @@
 #include "io/report.hpp"
 #include "io/scenario.hpp"
 #include "search/search.hpp"
+#include "test_helpers.hpp"
 
 namespace sm {
 namespace {
@@ -413,6 +414,33 @@ TEST(GpuCounts, ParsesCountsListsAndRanges) {
             EXPECT_EQ(r.error().path, "--gpus");
         }
     }
+}
+
+// Ulysses shards the heads over tp x cp: in the space only where they divide (16 heads: tp 2 x cp
+// 4 = 8 fits, tp 4 x cp 8 = 32 does not), a kind the user fixed is the only one, and at cp 1
+// the kinds do not differ (ring stands for them) unless one is fixed.
+TEST(SearchSpace, ContextParallelKindsAllowed) {
+    ModelSpec m = sm::testing::tiny_llama(2);
+    m.heads = 16;
+    m.kv_heads = 16;
+    m.hidden = 1024;
+    const LayoutConstraints free;
+    EXPECT_TRUE(cp_kind_allowed(m, free, 2, 4, CpKind::ulysses));
+    EXPECT_FALSE(cp_kind_allowed(m, free, 4, 8, CpKind::ulysses));
+    EXPECT_TRUE(cp_kind_allowed(m, free, 4, 8, CpKind::ring));
+    EXPECT_TRUE(cp_kind_allowed(m, free, 4, 8, CpKind::all_gather));
+    EXPECT_TRUE(cp_kind_allowed(m, free, 4, 1, CpKind::ring));
+    EXPECT_FALSE(cp_kind_allowed(m, free, 4, 1, CpKind::all_gather));
+    LayoutConstraints ulysses;
+    ulysses.cp_kind = CpKind::ulysses;
+    EXPECT_TRUE(cp_kind_allowed(m, ulysses, 2, 4, CpKind::ulysses));
+    EXPECT_FALSE(cp_kind_allowed(m, ulysses, 4, 8, CpKind::ulysses));
+    EXPECT_TRUE(cp_kind_allowed(m, ulysses, 4, 1, CpKind::ulysses));
+    EXPECT_FALSE(cp_kind_allowed(m, ulysses, 2, 4, CpKind::ring));
+    LayoutConstraints ring;
+    ring.cp_kind = CpKind::ring;
+    EXPECT_TRUE(cp_kind_allowed(m, ring, 4, 8, CpKind::ring));
+    EXPECT_FALSE(cp_kind_allowed(m, ring, 2, 4, CpKind::ulysses));
 }
 
 }  // namespace

@@ -111,6 +111,15 @@ TEST(Vit, PatchEmbeddingIsAGemmOverEveryToken) {
     EXPECT_EQ(e2.comms[0].kind, Collective::all_reduce);
     EXPECT_DOUBLE_EQ(e2.comms[0].bytes, 8192);
 
+    // A 2 x 2 SUMMA grid (tp 4, tp_rows 2) splits the GEMM's work over its 4 GPUs: a quarter of
+    // the FLOP each, [h / tp = 16] output columns per GPU.
+    LayerShape grid = shape(2, 32, 4, true);
+    grid.tp_rows = 2;
+    const Op* gp = find_op(embedding_ops(m, grid), "patch_embed");
+    ASSERT_NE(gp, nullptr);
+    EXPECT_DOUBLE_EQ(gemm_flop_of(*gp), 393216.0 / 4);
+    EXPECT_DOUBLE_EQ(gp->gemm.n, 16);
+
     // RoPE positions act in attention: no add.
     ModelSpec rope = m;
     rope.position = PositionKind::rope;

@@ -17,8 +17,8 @@ GroupSpan split_of(int64_t a, int64_t stride, int64_t size, int64_t used) {
     const int64_t d0 = a / used;
     const int64_t d1 = (a + stride * (size - 1)) / used;
     if (d0 == d1) return {size, size, 1};
-    // Members below rank x.
-    auto below = [&](int64_t x) { return std::clamp<int64_t>(ceil_div(x - a, stride), 0, size); };
+    // Members below rank x, a domain edge past the first member (x > a: at least that one).
+    auto below = [&](int64_t x) { return std::min(ceil_div(x - a, stride), size); };
     int64_t fewest = std::min(below((d0 + 1) * used), size - below(d1 * used));
     // A full domain holds q = used / stride members, or q + 1: q + 1 when its first member sits
     // less than used mod stride ranks past its edge. That offset steps by used mod stride from one

@@ -46,9 +46,9 @@ bool allowed(const std::optional<int64_t>& fixed, int64_t v) { return !fixed || 
 // contiguous range.
 struct Shape {
     int64_t tp, tp_rows, cp, ep, pp, dp;
-    size_t vp_begin, vp_count;               // into Plan::vps: (vp, split) pairs
-    int64_t max_vp;                          // the largest of them
-    size_t place_begin, place_count;         // into Plan::places: the rank orders kept
+    size_t vp_begin{}, vp_count{};           // into Plan::vps: (vp, split) pairs
+    int64_t max_vp{};                        // the largest of them
+    size_t place_begin{}, place_count{};     // into Plan::places: the rank orders kept
     std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
 };
 
@@ -155,13 +155,15 @@ void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& pla
     s.place_count = plan.places.size() - s.place_begin;
 }
 
-// The ways context parallelism of degree cp exchanges K/V in this space: one at cp 1 (they do
-// not differ), Ulysses only where the heads split over tp x cp.
+}  // namespace
+
 bool cp_kind_allowed(const ModelSpec& m, const LayoutConstraints& f, int64_t tp, int64_t cp, CpKind k) {
     if (f.cp_kind) return *f.cp_kind == k && (k != CpKind::ulysses || cp == 1 || ulysses_fits(m, tp, cp));
     if (cp == 1) return k == CpKind::ring;
     return k != CpKind::ulysses || ulysses_fits(m, tp, cp);
 }
+
+namespace {
 
 Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOptions& o) {
     const ModelSpec& m = c.model;
@@ -192,7 +194,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         const int64_t dp = n / (tp * cp * pp);
                         if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
                         if ((dp * cp) % ep != 0) continue;
-                        Shape s{tp, rows, cp, ep, pp, dp, plan.vps.size(), 0, 1, 0, 0, {}};
+                        Shape s{.tp = tp, .tp_rows = rows, .cp = cp, .ep = ep, .pp = pp, .dp = dp, .vp_begin = plan.vps.size()};
                         // Every interleaving the model admits, each with its split: the named one, or
                         // what `auto` gives (even, else Megatron's embedding/loss accounting, else
                         // DeepSpeed's uniform split).

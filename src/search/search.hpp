@@ -49,6 +49,10 @@ struct LayoutConstraints {
     bool operator==(const LayoutConstraints&) const = default;
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);
+// Whether the space holds context parallelism of degree cp exchanging K/V by k on a tp-way
+// column split: one kind at cp 1 (they do not differ: ring), Ulysses only where the heads split
+// over tp x cp; a kind the user fixed is the only one, Ulysses still only where it fits.
+bool cp_kind_allowed(const ModelSpec& m, const LayoutConstraints& f, int64_t tp, int64_t cp, CpKind k);
 // The positive divisors of n, ascending: the degrees a dimension of n GPUs can take.
 std::vector<int64_t> divisors(int64_t n);
 

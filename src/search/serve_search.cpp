@@ -211,6 +211,12 @@ Energy waiting(const SystemSpec& sys, const ServingPoint& pt, int64_t n, double 
 
 }  // namespace
 
+std::array<int64_t, 2> decode_instance_candidates(double prefill_rate, double decode_rate, int64_t most) {
+    const double even = prefill_rate / decode_rate;
+    auto within = [&](double y) { return std::clamp<int64_t>(static_cast<int64_t>(y), 1, most); };
+    return {within(std::floor(even)), within(std::ceil(even))};
+}
+
 DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k) {
     DisaggResult r;
     std::vector<ServeHit> decode = pool_points(c, gpus, ServeRole::decode, targets);
@@ -247,13 +253,8 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
             // instances to keep up with them, or as many as the budget leaves.
             std::optional<Pairing> best;
             for (int64_t x = 1; x * pf.gpus + dc.gpus <= gpus; ++x) {
-                // Per GPU, the rate min(x P, y D) / (x gp + y gd) rises with y while the decode
-                // pool is the slower and falls after: the best y is either side of x P / D.
                 const double rate_p = static_cast<double>(x) * pf.requests_per_s;
-                const double even = rate_p / dc.requests_per_s;
-                const int64_t most = (gpus - x * pf.gpus) / dc.gpus;
-                for (const double side : {std::floor(even), std::ceil(even)}) {
-                    const int64_t y = std::clamp<int64_t>(static_cast<int64_t>(side), 1, most);
+                for (const int64_t y : decode_instance_candidates(rate_p, dc.requests_per_s, (gpus - x * pf.gpus) / dc.gpus)) {
                     const double rate = std::min(rate_p, static_cast<double>(y) * dc.requests_per_s);
                     const int64_t used = x * pf.gpus + y * dc.gpus;
                     const Pairing q{i, j, x, y, used, transfer, rate, pf.ttft_s + transfer, rate * out_len / static_cast<double>(used),

@@ -3,6 +3,7 @@
 // MoE) at every concurrency worth trying, under time-to-first-token and time-per-token
 // targets, ranked by output tokens/s per GPU; and the Pareto front of tokens/s/GPU against
 // tokens/s/user over all of them.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -80,6 +81,10 @@ double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const
 Energy kv_transfer_energy(const InferContext& c, const ParallelConfig& decode, bool within_domain);
 // Instance sizes up to gpus - 1 (the other pool needs one): powers of two and divisors of gpus.
 std::vector<int64_t> instance_sizes(int64_t gpus);
+// The decode instance counts worth trying (1..most, most >= 1) beside prefill instances of
+// `prefill_rate` requests/s: per GPU, min(x P, y D) / (x gp + y gd) rises with y while the
+// decode pool is the slower and falls after, so the best y is either side of x P / D.
+std::array<int64_t, 2> decode_instance_candidates(double prefill_rate, double decode_rate, int64_t most);
 DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k);
 
 }  // namespace sm
