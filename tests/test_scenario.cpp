@@ -375,7 +375,8 @@ TEST(Scenario, EveryTrainingAndInferenceFieldIsReadAndBounded) {
                              {"kv_block_tokens", {1, 1 << 16}},
                              {"kv_cache_memory_fraction", {0.01, 1}},
                              {"speculative_tokens", {0, 64}},
-                             {"acceptance_rate", {0, 1}}},
+                             {"acceptance_rate", {0, 1}},
+                             {"num_requests", {0, 1 << 20}}},
                             "inference", Purpose::infer, &Scenario::inference);
 }
 

@@ -105,6 +105,55 @@ TEST(Serving, MlaPromptStepIsTheStaticPrefill) {
     EXPECT_NEAR(r.step.flop, prefill.flop, 1e-9 * prefill.flop);
 }
 
+// A finite run by hand. C = 2, prompts of 32 in a chunk budget of 64: both prompts of a wave
+// finish in one step (a step of prompts alone is costed as one beside a decoding request), then
+// 10 decode steps at 2 requests. 2 requests are one wave, 4 are two; the host's 0.5 ms per
+// request keeps a slot busy: 4 requests over 2 slots add 2 x 0.5 ms.
+TEST(FiniteRun, WavesByHand) {
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = testing::round_inference_system();
+    sys.eff.host_request_overhead_s = 5e-4;
+    InferenceSpec s = toy_serving_workload();
+    s.input_len = 32;
+    s.output_len = 11;
+    s.prefill_chunk_tokens = 64;
+    const InferContext c{m, sys, s};
+    const ParallelConfig p;
+    const double prompts = engine_step_cost(c, p, 1, 64, 2, 1).total_s();
+    const double decode = engine_step_cost(c, p, 2, 0, 0, 1).total_s();
+    ASSERT_GT(decode, 0);
+    EXPECT_NEAR(finite_run_s(c, p, 2, 2), prompts + 10 * decode + 5e-4, 1e-12);
+    EXPECT_NEAR(finite_run_s(c, p, 2, 4), 2 * (prompts + 10 * decode) + 2 * 5e-4, 1e-12);
+    // Three requests: the third starts alone once both slots free, its prompt half a chunk
+    // (costed between no prompt and a full one), then 10 steps at one request.
+    const double half = 0.5 * engine_step_cost(c, p, 1, 0, 0, 1).total_s() + 0.5 * prompts;
+    const double alone = engine_step_cost(c, p, 1, 0, 0, 1).total_s();
+    EXPECT_NEAR(finite_run_s(c, p, 2, 3), prompts + 10 * decode + half + 10 * alone + 1.5 * 5e-4, 1e-12);
+}
+
+// Many requests: the ramp-up and the tail fade and a finite run's rate nears the steady state's.
+// max_throughput over a finite run reports that run's rate and time.
+TEST(FiniteRun, ApproachesTheSteadyStateAndFeedsMaxThroughput) {
+    const ModelSpec m = testing::tiny_llama(2);
+    InferenceSpec s = toy_serving_workload();
+    const InferContext c{m, testing::round_inference_system(), s};
+    const ParallelConfig p;
+    const ServingPoint steady = serve_at(c, p, 8);
+    const double rate = [&](int64_t n) { return static_cast<double>(n) * 11.0 / finite_run_s(c, p, 8, n); }(4000);
+    EXPECT_NEAR(rate, steady.output_tokens_per_s, 0.02 * steady.output_tokens_per_s);
+    EXPECT_LT(16.0 * 11.0 / finite_run_s(c, p, 8, 16), rate);  // two waves: slower than many
+    InferenceSpec finite = s;
+    finite.num_requests = 64;
+    ParallelConfig two = p;
+    two.dp = 2;  // 32 requests per replica
+    const InferContext fc{m, testing::round_inference_system(), finite};
+    const std::optional<ServingPoint> best = max_throughput(fc, two);
+    ASSERT_TRUE(best.has_value());
+    EXPECT_NEAR(best->run_s, finite_run_s(fc, two, best->concurrency, 32), 1e-15);
+    EXPECT_NEAR(best->output_tokens_per_s_per_gpu, 64.0 * 11.0 / best->run_s / 2.0, 1e-9 * best->output_tokens_per_s_per_gpu);
+    EXPECT_EQ(max_throughput(c, p)->run_s, 0.0);  // no request count: the steady state
+}
+
 TEST(Serving, BidirectionalPromptsAttendToTheWholePromptByHand) {
     // The steady state above with a decoder that does not mask the future (model.causal false):
     // every prompt token attends to all 100 prompt keys; decoding still reads the whole cache.
@@ -450,6 +499,36 @@ TEST(ServingValidationRows, MlaNeedsItsDimensionsFromTheContext) {
     EXPECT_TRUE(given.skipped.empty()) << (given.skipped.empty() ? "" : given.skipped[0]);
     ASSERT_EQ(given.cases.size(), 1u);
     EXPECT_GT(given.cases[0].predicted, 0);
+}
+
+// Row rules of a data-set context apply to the rows whose cells match all of `where` (an absent
+// column reads as empty), after the model's; malformed rules name their field.
+TEST(ServingValidationRows, ContextRowRulesApplyWhereTheCellsMatch) {
+    const std::string csv =
+        "id,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,system,tp,pp,batch,input_len,output_len,precision,"
+        "measured_output_tokens_per_s,throughput_scope,unpublished_fields,notes\n"
+        "a,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,100,50,fp8,1000,per_gpu,batch,\n"
+        "b,Toy,4,64,4,2,128,swiglu,100,dgx-h100,1,1,,200,50,fp8,1000,per_gpu,batch,\n";
+    const ValidationReport bare = run_validation("t", csv, std::nullopt).value();
+    const std::string ctx = R"({"reason": "r", "rows": [{"where": {"batch": "", "input_len": "100"},
+        "overrides": ["inference.num_requests=16"], "reason": "a finite run"}]})";
+    const ValidationReport given = run_validation("t", csv, ctx).value();
+    ASSERT_EQ(given.cases.size(), 2u);
+    ASSERT_EQ(given.contexts.at(0).rows.size(), 1u);
+    EXPECT_EQ(given.contexts[0].rows[0].reason, "a finite run");
+    EXPECT_LT(given.cases[0].predicted, bare.cases[0].predicted);  // 16 requests: ramp-up and tail count
+    EXPECT_EQ(given.cases[1].predicted, bare.cases[1].predicted);  // input_len 200: not matched
+    for (const auto& [text, path] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"reason": "r", "rows": {}})", "rows"},
+             {R"({"reason": "r", "rows": [{"overrides": [], "reason": "x"}]})", "rows[0].where"},
+             {R"({"reason": "r", "rows": [{"where": {}, "reason": "x"}]})", "rows[0].where"},
+             {R"({"reason": "r", "rows": [{"where": {"batch": 1}, "reason": "x"}]})", "rows[0].where.batch"},
+             {R"({"reason": "r", "rows": [{"where": {"batch": ""}}]})", "rows[0].reason"},
+             {R"({"reason": "r", "rows": [{"where": {"batch": ""}, "reason": "x", "extra": 1}]})", "rows[0].extra"}}) {
+        const auto bad = parse_context("t", text);
+        ASSERT_FALSE(bad.ok()) << text;
+        EXPECT_NE(bad.error().path.find(path), std::string::npos) << bad.error().path << " for " << text;
+    }
 }
 
 }  // namespace

@@ -137,6 +137,13 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
                 o += "- **" + c.dataset + "**: ";
                 for (const auto& s : c.overrides) o += "`" + s + "` ";
                 o += "\n  " + c.reason + "\n";
+                for (const RowContext& r : c.rows) {
+                    o += "  - rows with";
+                    for (const auto& [column, text] : r.where) o += fmt::format(" {} \"{}\"", column, text);
+                    o += ": ";
+                    for (const auto& s : r.overrides) o += "`" + s + "` ";
+                    o += "\n    " + r.reason + "\n";
+                }
             }
             o += "\n";
         }

@@ -43,6 +43,10 @@ struct InferenceSpec {
     // probability `acceptance_rate` until the first rejection (0 tokens: off).
     int64_t speculative_tokens = 0;
     double acceptance_rate = 0.0;
+    // A finite benchmark run (`infer --max-throughput`): this many requests queued at once, its
+    // throughput their output over the time until the last one finishes, ramp-up and tail
+    // included (trtllm-bench throughput's dataset); 0: an endless stream's steady state.
+    int64_t num_requests = 0;
 };
 
 }  // namespace sm

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
+#include <limits>
 
 namespace sm {
 
@@ -97,6 +99,38 @@ InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64
     return mem;
 }
 
+PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double decode_requests, double prefill, double started, double mb) {
+    const InferenceSpec& s = c.inference;
+    const double verify = as_d(s.speculative_tokens + 1);  // tokens each decoding request runs per step
+    const LayerShape tokens = tokens_shape(p, s, (decode_requests * verify + prefill) / mb);
+    LayerShape decode = decode_shape(p, s, as_d(s.input_len) + as_d(s.output_len) / 2.0);  // mean decode context
+    decode.batch = decode_requests / mb;
+    decode.q_len = verify;
+    LayerShape prompt = tokens_shape(p, s, prefill / mb);
+    prompt.decode = false;  // prompt chunks run the context-phase kernels (FlashAttention; MLA expanded)
+    prompt.kv_len = as_d(s.input_len);  // over a whole prompt, its chunks see I/2 keys each on average
+    prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
+    const std::array<LayerShape, 2> cores{decode, prompt};
+    // The head samples each decoding request's tokens and each finished prompt's first token.
+    PassCost step = mixed_pass_cost(c, p, tokens, cores, (decode_requests * verify + started) / mb);
+    if (s.speculative_tokens > 0 && decode_requests > 0) {
+        // Drafting: k MTP passes one after another, each one block and the head over the
+        // decoding requests.
+        ModelSpec mtp = c.model;
+        mtp.layers = 1;
+        mtp.moe.first_dense_layers = 0;
+        mtp.moe.interval = 1;
+        ParallelConfig one = p;
+        one.pp = 1;
+        LayerShape draft = decode;
+        draft.q_len = 1;
+        const std::array<LayerShape, 1> draft_core{draft};
+        step += mixed_pass_cost({mtp, c.system, s}, one, tokens_shape(one, s, decode_requests / mb), draft_core, decode_requests / mb)
+                    .scaled(as_d(s.speculative_tokens));
+    }
+    return step;
+}
+
 ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
     const InferenceSpec& s = c.inference;
     const Flow f = flow(s, concurrency, role);
@@ -109,39 +143,8 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.prefill_bound = f.prefill_bound;
     r.kv_tokens_per_request = kv_tokens_per_request(s, role);
     r.gpus = p.tp * p.pp * p.dp;
-
-    // One micro-batch's step: with pp stages, pp micro-batches move through the pipeline at
-    // once, so a user's next token waits one pass of its own micro-batch through every stage.
-    const double mb = as_d(r.micro_batches);
-    const double verify = as_d(s.speculative_tokens + 1);  // tokens each decoding request runs per step
-    const LayerShape tokens = tokens_shape(p, s, (f.decode * verify + f.prefill) / mb);
-    LayerShape decode = decode_shape(p, s, as_d(s.input_len) + as_d(s.output_len) / 2.0);  // mean decode context
-    decode.batch = f.decode / mb;
-    decode.q_len = verify;
-    LayerShape prompt = tokens_shape(p, s, f.prefill / mb);
-    prompt.decode = false;  // prompt chunks run the context-phase kernels (FlashAttention; MLA expanded)
-    prompt.kv_len = as_d(s.input_len);  // over a whole prompt, its chunks see I/2 keys each on average
-    prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
-    const std::array<LayerShape, 2> cores{decode, prompt};
-    // The head samples each decoding request's tokens and each finished prompt's first token
-    // (a decode engine gets that one with the cache).
-    const double sampled = f.decode * verify + (role == ServeRole::decode ? 0.0 : f.started);
-    r.step = mixed_pass_cost(c, p, tokens, cores, sampled / mb);
-    if (s.speculative_tokens > 0 && f.decode > 0) {
-        // Drafting: k MTP passes one after another, each one block and the head over the
-        // decoding requests.
-        ModelSpec mtp = c.model;
-        mtp.layers = 1;
-        mtp.moe.first_dense_layers = 0;
-        mtp.moe.interval = 1;
-        ParallelConfig one = p;
-        one.pp = 1;
-        LayerShape draft = decode;
-        draft.q_len = 1;
-        const std::array<LayerShape, 1> draft_core{draft};
-        r.step += mixed_pass_cost({mtp, c.system, s}, one, tokens_shape(one, s, f.decode / mb), draft_core, f.decode / mb)
-                      .scaled(as_d(s.speculative_tokens));
-    }
+    // A decode engine gets the first token with the cache: it samples no prompt's.
+    r.step = engine_step_cost(c, p, f.decode, f.prefill, role == ServeRole::decode ? 0.0 : f.started, as_d(r.micro_batches));
     r.step_s = r.step.total_s();
 
     // The fixed per-request host cost is paid once, where the request enters (not by a decode pool).
@@ -161,7 +164,7 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.fits_in_memory = cache_fits(c, r.memory);
     // In a step each stage runs each micro-batch once; the tp GPUs of a stage do alike.
     if (c.system.energy.known()) {
-        r.energy = energy_of(c.system, Work{}.add(r.step.work(), as_d(p.tp) * mb), r.step_s, as_d(p.tp * p.pp));
+        r.energy = energy_of(c.system, Work{}.add(r.step.work(), as_d(p.tp) * as_d(r.micro_batches)), r.step_s, as_d(p.tp * p.pp));
         r.energy_per_request_j = r.energy.total_j() / replica_requests_per_step(r, p.dp);
     }
     return r;
@@ -209,12 +212,88 @@ std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit
     return out;
 }
 
+double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t concurrency, int64_t requests) {
+    const InferenceSpec& s = c.inference;
+    const double mb = as_d(micro_batches(p, concurrency));
+    const double budget = as_d(s.prefill_chunk_tokens), in = as_d(s.input_len);
+    // Step seconds at d decoding requests and q prompt tokens: costed at d = 1, 2, 4, ...,
+    // concurrency with no prompt and with a full chunk (finishing q / I prompts), linear between
+    // (a step of prompts alone, at the run's start, is costed as one with a decoding request).
+    std::vector<double> ds;
+    for (int64_t d = 1; d < concurrency; d *= 2) ds.push_back(as_d(d));
+    ds.push_back(as_d(concurrency));
+    std::vector<std::array<double, 2>> costed;
+    for (const double d : ds)
+        costed.push_back({engine_step_cost(c, p, d, 0, 0, mb).total_s(), engine_step_cost(c, p, d, budget, budget / in, mb).total_s()});
+    auto step_s = [&](double d, double q) {
+        if (ds.size() == 1) d = ds[0];
+        d = std::max(d, ds[0]);
+        const size_t hi = ds.size() == 1 ? 0 : std::min<size_t>(ds.size() - 1, static_cast<size_t>(std::upper_bound(ds.begin(), ds.end(), d) - ds.begin()));
+        const size_t lo = hi == 0 ? 0 : hi - 1;
+        const double u = hi == lo ? 0.0 : (d - ds[lo]) / (ds[hi] - ds[lo]), w = q / budget;
+        auto at = [&](size_t i) { return (1 - w) * costed[i][0] + w * costed[i][1]; };
+        return (1 - u) * at(lo) + u * at(hi);
+    };
+    // Requests move through their prompt (first come, first served within the chunk budget), then
+    // decode for ceil((O - 1) / E) steps: in admission order, so they finish in it too, and a
+    // stretch of steps between two such events is costed at once.
+    const auto decode_steps = static_cast<int64_t>(std::ceil(as_d(s.output_len - 1) / tokens_per_decode_step(s)));
+    int64_t queued = requests, step = 0;
+    std::deque<double> prompts;     // admitted prompts' tokens left, the first partly done
+    std::deque<int64_t> finishing;  // the step at which each decoding request yields its last token
+    double pending = 0, t = 0;
+    while (queued > 0 || !prompts.empty() || !finishing.empty()) {
+        for (; queued > 0 && as_d(prompts.size() + finishing.size()) < as_d(concurrency); --queued) {
+            prompts.push_back(in);
+            pending += in;
+        }
+        const double d = as_d(finishing.size());
+        // Steps alike: every prompt token pending waits (none finishes) and no decode ends.
+        int64_t alike = pending == 0 ? std::numeric_limits<int64_t>::max()
+                        : pending > budget ? static_cast<int64_t>(std::ceil(prompts.front() / budget)) - 1
+                                           : 0;
+        if (!finishing.empty()) alike = std::min(alike, finishing.front() - step);
+        if (alike > 0) {
+            const double q = pending > 0 ? budget : 0.0;
+            t += as_d(alike) * step_s(d, q);
+            step += alike;
+            if (q > 0) prompts.front() -= as_d(alike) * q;
+            pending -= as_d(alike) * q;
+        } else {  // one step in which prompts finish (their first token)
+            double left = std::min(budget, pending);
+            t += step_s(d, left);
+            pending -= left;
+            ++step;
+            while (left > 0 && !prompts.empty()) {
+                const double take = std::min(left, prompts.front());
+                prompts.front() -= take;
+                left -= take;
+                if (prompts.front() > 0) break;
+                prompts.pop_front();
+                if (decode_steps > 0) finishing.push_back(step + decode_steps);
+            }
+        }
+        while (!finishing.empty() && finishing.front() <= step) finishing.pop_front();
+    }
+    // The host's fixed cost keeps a slot busy besides the steps (as in the steady state's lifetime).
+    return t + c.system.eff.host_request_overhead_s * as_d(requests) / as_d(concurrency);
+}
+
 std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p) {
     const int64_t limit = max_concurrency_that_fits(c, p);
     if (limit == 0) return std::nullopt;
+    const InferenceSpec& s = c.inference;
+    // A finite run's requests are dealt to the dp replicas alike.
+    const int64_t per_replica = (s.num_requests + p.dp - 1) / p.dp;
     std::optional<ServingPoint> best;
     for (const int64_t n : concurrency_candidates(c, limit)) {
         ServingPoint pt = serve_at(c, p, n);
+        if (per_replica > 0) {
+            pt.run_s = finite_run_s(c, p, n, per_replica);
+            pt.requests_per_s = as_d(p.dp * per_replica) / pt.run_s;
+            pt.output_tokens_per_s = pt.requests_per_s * as_d(s.output_len);
+            pt.output_tokens_per_s_per_gpu = pt.output_tokens_per_s / as_d(pt.gpus);
+        }
         if (!best || pt.output_tokens_per_s_per_gpu > best->output_tokens_per_s_per_gpu * (1.0 + 1e-9)) best = pt;
     }
     return best;

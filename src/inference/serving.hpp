@@ -39,6 +39,10 @@ struct ServingPoint {
     double energy_per_request_j = 0;// that step's energy over the requests it finishes (0: no energy figures)
     InferMemory memory;             // KV cache: every request at its average footprint
     bool fits_in_memory = false;
+    // A finite run (inference.num_requests > 0, `--max-throughput` only): the time until its last
+    // request finishes on each replica; the throughput and request rate above are then the run's
+    // (output over this time), the latencies still the steady state's. 0: the steady state.
+    double run_s = 0;
 };
 
 // Requests one of `dp` replicas finishes per step of its steady state (a prefill engine's: prompts).
@@ -52,6 +56,13 @@ double tokens_per_decode_step(const InferenceSpec& s);
 // The largest n in [1, limit] with ok(n), for ok true on a prefix (0: not even ok(1)).
 int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit);
 
+// One engine step of a replica carrying `decode_requests` decoding requests and `prefill` prompt
+// tokens, `started` prompts finishing in it (their first token sampled), split into `mb`
+// micro-batches: one micro-batch's pass through the whole model (with pp stages, pp micro-batches
+// move through the pipeline at once, so a user's next token waits one pass of its own
+// micro-batch through every stage). Prompt chunks run the context-phase kernels.
+PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double decode_requests, double prefill, double started,
+                          double mb);
 // The steady state at `concurrency` (>= 1) requests in flight per replica.
 // A prefill engine's TTFT is its own (queue + chunks + host); a decode engine's is 0 and its
 // output counts the O - 1 tokens after the first.
@@ -63,8 +74,14 @@ int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p
 // The concurrencies worth evaluating up to `limit`: powers of two, the limit, and the two either
 // side of where prompts start to queue (beyond it throughput stops growing).
 std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit, ServeRole role = ServeRole::both);
+// Seconds a replica holding at most `concurrency` requests takes to serve `requests` queued at
+// once: prompts admitted as slots free, chunked at prefill_chunk_tokens per step first come
+// first served, decode steps of every request past its prompt; each step costed as serve_at's
+// (interpolated between costed mixes), plus the host's per-request cost on each slot.
+double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t concurrency, int64_t requests);
 // The highest output tokens/s/GPU over the concurrencies that fit (the smallest such C on ties);
-// nullopt when not even one request fits.
+// over a finite run of inference.num_requests when set (run_s); nullopt when not even one
+// request fits.
 std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p);
 
 }  // namespace sm

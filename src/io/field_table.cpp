@@ -77,6 +77,8 @@ constexpr std::array kInference{
        "of the memory left after weights and runtime, the share the KV cache takes"},
     IF{"speculative_tokens", nullptr, &InferenceSpec::speculative_tokens, 0, 64, "tokens", "draft tokens verified per step (0: none)"},
     IF{"acceptance_rate", &InferenceSpec::acceptance_rate, nullptr, 0.0, 1.0, "1", "chance each draft token is accepted"},
+    IF{"num_requests", nullptr, &InferenceSpec::num_requests, 0, 1048576, "requests",
+       "`--max-throughput` over a finite run of this many requests queued at once (0: the steady state)"},
 };
 
 // A whole count or size below 1e12 in full (16777216, not 1.67772e+07); powers of ten and

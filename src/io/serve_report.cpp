@@ -47,6 +47,8 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"fits_in_memory", r.fits_in_memory},
         {"memory", memory_json(s, m)},
     };
+    // A finite run (inference.num_requests): the throughput keys above are the run's.
+    if (r.run_s > 0) j["finite_run"] = {{"num_requests", i.num_requests}, {"run_s", r.run_s}};
     add_energy_keys(j, s.system, serve_energy_scope(s.parallel, r), true);
     return j;
 }
@@ -67,6 +69,10 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
     o += fmt::format("  end-to-end latency   {:>12}\n", seconds(r.e2e_latency_s));
     o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU, {:.1f} per user)\n", r.output_tokens_per_s,
                      r.output_tokens_per_s_per_gpu, r.output_tokens_per_s_per_user);
+    if (r.run_s > 0)
+        o += fmt::format("    over a finite run of {} requests queued at once: {} until the last finishes (ramp-up and tail "
+                         "included; the latencies are the steady state's)\n",
+                         i.num_requests, seconds(r.run_s));
     o += fmt::format("\n  each engine step: {:.1f} decode + {:.1f} prompt tokens over {} micro-batch(es); {:.1f} steps per request\n",
                      r.decode_tokens, r.prefill_tokens, r.micro_batches, r.steps_per_request);
     const InferMemory& m = r.memory;

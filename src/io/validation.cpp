@@ -257,7 +257,31 @@ Expected<DatasetContext> parse_context(const std::string& dataset, std::string_v
         ctx.overrides = override_list(j.value(), "overrides");
         r.ignore("overrides");
         r.ignore("models");
+        r.ignore("rows");
         r.finish();
+        if (j.value().contains("rows")) {
+            const Json& rows = j.value()["rows"];
+            if (!rows.is_array()) fail("rows", show(rows), "a list of {where, overrides, reason}");
+            for (size_t i = 0; i < rows.size(); ++i) {
+                const std::string path = fmt::format("rows[{}]", i);
+                if (!rows[i].is_object()) fail(path, show(rows[i]), "an object {where, overrides, reason}");
+                ObjectReader e(rows[i], path);
+                RowContext rc;
+                const Json* where = rows[i].contains("where") ? &rows[i]["where"] : nullptr;
+                if (!where || !where->is_object() || where->empty())
+                    fail(path + ".where", where ? show(*where) : "nothing", "an object of column -> cell text, at least one");
+                for (const auto& [column, text] : where->items()) {
+                    if (!text.is_string()) fail(path + ".where." + printable(column), show(text), "the cell's text (a string)");
+                    rc.where[column] = text.get<std::string>();
+                }
+                e.ignore("where");
+                rc.overrides = override_list(rows[i], path + ".overrides");
+                e.ignore("overrides");
+                rc.reason = e.text("reason", std::nullopt);
+                e.finish();
+                ctx.rows.push_back(std::move(rc));
+            }
+        }
         if (j.value().contains("models")) {
             const Json& models = j.value()["models"];
             if (!models.is_object()) fail("models", show(models), "an object: model name -> {overrides, unsupported, reason}");
@@ -321,6 +345,9 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             }
             sets.insert(sets.end(), m->second.overrides.begin(), m->second.overrides.end());
         }
+        for (const RowContext& rc : ctx.rows)
+            if (std::all_of(rc.where.begin(), rc.where.end(), [&](const auto& w) { return field(row, w.first.c_str()) == w.second; }))
+                sets.insert(sets.end(), rc.overrides.begin(), rc.overrides.end());
         sets.insert(sets.end(), user_sets.begin(), user_sets.end());
         Expected<Json> doc = row_scenario(row);
         if (doc) doc = apply_overrides(std::move(doc).value(), sets);

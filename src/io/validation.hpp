@@ -53,11 +53,21 @@ struct ModelContext {
     std::string reason;
 };
 
+// Overrides for the rows whose cells equal every one of `where` (column -> text; a column a row
+// lacks reads as empty): how a source ran a subset of its rows (a benchmark's request count per
+// sequence length).
+struct RowContext {
+    std::map<std::string, std::string> where;
+    std::vector<std::string> overrides;
+    std::string reason;
+};
+
 struct DatasetContext {
     std::string dataset;
     std::vector<std::string> overrides;
     std::string reason;
     std::map<std::string, ModelContext> models;  // by the CSV's `model` cell
+    std::vector<RowContext> rows;                // applied after the model's, in order
 };
 
 struct ValidationReport {
