@@ -226,11 +226,10 @@ double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t conc
     for (const double d : ds)
         costed.push_back({engine_step_cost(c, p, d, 0, 0, mb).total_s(), engine_step_cost(c, p, d, budget, budget / in, mb).total_s()});
     auto step_s = [&](double d, double q) {
-        if (ds.size() == 1) d = ds[0];
-        d = std::max(d, ds[0]);
-        const size_t hi = ds.size() == 1 ? 0 : std::min<size_t>(ds.size() - 1, static_cast<size_t>(std::upper_bound(ds.begin(), ds.end(), d) - ds.begin()));
-        const size_t lo = hi == 0 ? 0 : hi - 1;
-        const double u = hi == lo ? 0.0 : (d - ds[lo]) / (ds[hi] - ds[lo]), w = q / budget;
+        const double x = std::clamp(d, ds.front(), ds.back());
+        const size_t hi = std::min(ds.size() - 1, static_cast<size_t>(std::upper_bound(ds.begin(), ds.end(), x) - ds.begin()));
+        const size_t lo = hi > 0 ? hi - 1 : 0;
+        const double u = ds[hi] > ds[lo] ? (x - ds[lo]) / (ds[hi] - ds[lo]) : 0.0, w = q / budget;
         auto at = [&](size_t i) { return (1 - w) * costed[i][0] + w * costed[i][1]; };
         return (1 - u) * at(lo) + u * at(hi);
     };
@@ -290,7 +289,7 @@ std::optional<ServingPoint> max_throughput(const InferContext& c, const Parallel
         ServingPoint pt = serve_at(c, p, n);
         if (per_replica > 0) {
             pt.run_s = finite_run_s(c, p, n, per_replica);
-            pt.requests_per_s = as_d(p.dp * per_replica) / pt.run_s;
+            pt.requests_per_s = as_d(s.num_requests) / pt.run_s;  // the run ends with its fullest replica
             pt.output_tokens_per_s = pt.requests_per_s * as_d(s.output_len);
             pt.output_tokens_per_s_per_gpu = pt.output_tokens_per_s / as_d(pt.gpus);
         }
