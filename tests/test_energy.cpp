@@ -214,6 +214,29 @@ TEST(Energy, StepWorkByHand) {
     EXPECT_NEAR(r.energy.compute_j, 430.0 * 4 * r.step_time_s, 1e-12);
 }
 
+// Data-parallel traffic across domains (one GPU per domain, dp 2, 2 micro-batches each), with
+// gradients and weights of one width: ZeRO-1's reduce-scatter and all-gather move exactly what
+// ZeRO-0's all-reduce moves; ZeRO-3 reduce-scatters every micro-batch and gathers twice per
+// micro-batch (forward, backward): 2 x (1 + 2) / 2 = 3x ZeRO-1's.
+TEST(Energy, DataParallelScaleOutBytesByZeroStage) {
+    SystemSpec s = round_energy_system();
+    s.node_gpus = 1;
+    s.scale_up_domain = 1;
+    s.gpus_used_per_domain = 1;
+    TrainingSpec t = testing::batch_of(4);
+    t.grad_precision = Precision::bf16;
+    auto bytes = [&](int64_t zero) {
+        ParallelConfig p;
+        p.dp = 2;
+        p.zero = zero;
+        return testing::step_over(testing::tiny_llama(2), s, t, p).work.scale_out_bytes;
+    };
+    const double z0 = bytes(0), z1 = bytes(1), z3 = bytes(3);
+    ASSERT_GT(z0, 0);
+    EXPECT_NEAR(z1, z0, 1e-9 * z0);
+    EXPECT_NEAR(z3, 3.0 * z1, 1e-9 * z1);
+}
+
 TEST(Energy, PresetReadsAndCalibratesToItsTdp) {
     const SystemSpec h = testing::system_preset("dgx-h100");
     EXPECT_EQ(h.energy.tdp_w, 700);

@@ -199,6 +199,10 @@ TEST(GemmPasses, FusedAttentionEfficiencyRisesWithKeys) {
     Op unsized = op;
     unsized.attn_kv_len = 0;
     EXPECT_NEAR(cost_op(unsized, s, ctx).fwd_compute_s, 2e-3, 1e-15);
+    // One key per query row is the curve's low end: 1 / (1 + 4096 / 3) of attention_max.
+    Op one_key = op;
+    one_key.attn_kv_len = 1;
+    EXPECT_NEAR(cost_op(one_key, s, ctx).fwd_compute_s, 1e12 / (0.5e15 / (1.0 + 4096.0 / 3.0)), 1e-12);
     // A CUDA-core decode kernel takes the same factor on the vector rate (1e15 x 0.5 x 0.75).
     s.eff.decode_attention = DecodeAttentionUnits::cuda_core;
     s.accel.vector_flop_per_s = 1e15;

@@ -214,6 +214,40 @@ TEST(Placement, AgreesWithBruteForceOnRandomLayouts) {
     }
 }
 
+// One strided group shape at a time, exhaustively over small sizes: groups of `size` members
+// `stride` apart tile `gpus` ranks (runs of stride x size), `used` ranks per domain; the slowest
+// group by counting its members per domain.
+TEST(Placement, StridedGroupsAgreeWithEnumerationExhaustively) {
+    int checked = 0;
+    for (int64_t stride = 1; stride <= 7; ++stride)
+        for (int64_t size = 2; size <= 16; ++size)
+            for (int64_t used = 1; used <= 13; ++used)
+                for (int64_t runs = 1; runs <= 3; ++runs) {
+                    const int64_t block = stride * size, gpus = block * runs;
+                    GroupSpan want{};
+                    double worst_term = -1;
+                    for (int64_t k = 0; k < runs; ++k)
+                        for (int64_t o = 0; o < stride; ++o) {
+                            std::map<int64_t, int64_t> per_domain;
+                            for (int64_t j = 0; j < size; ++j) ++per_domain[(k * block + o + stride * j) / used];
+                            int64_t fewest = size;
+                            for (const auto& [dom, count] : per_domain) fewest = std::min(fewest, count);
+                            const auto domains = static_cast<int64_t>(per_domain.size());
+                            const double term = static_cast<double>(domains - 1) / (static_cast<double>(domains) * static_cast<double>(fewest));
+                            if (term > worst_term || (term == worst_term && domains > want.remote)) {
+                                worst_term = term;
+                                want = {size, fewest, domains};
+                            }
+                        }
+                    const GroupSpan got = place_group(stride, size, gpus, used);
+                    ASSERT_TRUE(got.size == want.size && got.local == want.local && got.remote == want.remote)
+                        << "stride " << stride << " size " << size << " gpus " << gpus << " used " << used << ": got " << got.local << "/"
+                        << got.remote << " want " << want.local << "/" << want.remote;
+                    ++checked;
+                }
+    EXPECT_EQ(checked, 7 * 15 * 13 * 3);
+}
+
 // Whole experts (etp 1): the expert-parallel group is ep consecutive ranks of a stage (Megatron's
 // expert order with etp 1 in tp's place), its replicas ep ranks apart.
 TEST(Placement, FoldedExpertGroupsAreConsecutive) {

@@ -178,6 +178,15 @@ TEST(Serving, DecodeConcurrenciesArePowersOfTwoAndTheLimit) {
     const InferContext c{testing::tiny_llama(2), testing::round_inference_system(), toy_serving_workload()};
     EXPECT_EQ(concurrency_candidates(c, 100, ServeRole::decode), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 100}));
     EXPECT_EQ(concurrency_candidates(c, 1, ServeRole::decode), (std::vector<int64_t>{1}));
+    // Aggregated: also either side of where prompts start to queue, C I / chunk = (O - 1) / E +
+    // ceil(I / chunk): 10 + 2 = 12 steps -> C = 7.68 (7, 8); with one draft always accepted
+    // (E = 2) 5 + 2 = 7 steps -> C = 4.48 (4, 5).
+    EXPECT_EQ(concurrency_candidates(c, 100), (std::vector<int64_t>{1, 2, 4, 7, 8, 16, 32, 64, 100}));
+    InferenceSpec spec = toy_serving_workload();
+    spec.speculative_tokens = 1;
+    spec.acceptance_rate = 1.0;
+    const InferContext drafted{testing::tiny_llama(2), testing::round_inference_system(), spec};
+    EXPECT_EQ(concurrency_candidates(drafted, 100), (std::vector<int64_t>{1, 2, 4, 5, 8, 16, 32, 64, 100}));
 }
 
 TEST(Serving, PrefillBoundPromptsQueueByHand) {
@@ -569,6 +578,13 @@ TEST(ServingSpeculative, VerifyAndDraftCostByHand) {
     const double weights = h * (heads + 2 * kv) * dd + heads * dd * h + h * 2 * f + f * h;
     const double draft = 2 * weights * d + 4 * heads * dd * d * 105.5 + 2 * h * V * d;
     EXPECT_NEAR(r.step.flop, verify + draft, 1e-6 * (verify + draft));
+    // On 2 pipeline stages the 3 requests move as 2 micro-batches: a step is one micro-batch's
+    // pass, verify and draft (its MTP block and head too) over half the tokens.
+    ParallelConfig two;
+    two.pp = 2;
+    const ServingPoint piped = serve_at({m, sys, s}, two, 3);
+    ASSERT_EQ(piped.micro_batches, 2);
+    EXPECT_NEAR(piped.step.flop, (verify + draft) / 2, 1e-6 * (verify + draft));
     EXPECT_DOUBLE_EQ(r.tpot_s, r.step_s / 2.0);
     EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s);
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (7.0 * r.step_s));

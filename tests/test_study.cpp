@@ -65,6 +65,16 @@ TEST(Grid, RangeBoundsAndStepMustEachBeNumbers) {
     }
 }
 
+// Whole numbers only when START, STOP and the step all are: 1:2.5:+1 gives 1.0 and 2.0.
+TEST(Grid, ARangeWithOneFractionalBoundIsReal) {
+    for (const auto& [spec, count] : std::vector<std::pair<const char*, size_t>>{{"a=1:2.5:+1", 2}, {"a=1.5:3:+1", 2}, {"a=1:3:+1.0", 3}}) {
+        const auto v = values_of(spec);
+        ASSERT_EQ(v.size(), count) << spec;
+        EXPECT_TRUE(v[0].is_number_float()) << spec;
+    }
+    EXPECT_TRUE(values_of("a=1:3:+1")[0].is_number_integer());
+}
+
 TEST(Grid, ArithmeticRangeWithAFractionalStep) {
     const auto v = values_of("x=0:1:+0.25");
     ASSERT_EQ(v.size(), 5u);
