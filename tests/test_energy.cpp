@@ -237,6 +237,20 @@ TEST(Energy, DataParallelScaleOutBytesByZeroStage) {
     EXPECT_NEAR(z3, 3.0 * z1, 1e-9 * z1);
 }
 
+// Pipeline hops between domains (one GPU per domain, pp 2): 4 micro-batches cross the one
+// boundary both ways, each a 128 x 64 x 2 B = 16,384 B activation over the network: 8 x 16,384.
+TEST(Energy, PipelineHopsAcrossDomainsByHand) {
+    SystemSpec s = round_energy_system();
+    s.node_gpus = 1;
+    s.scale_up_domain = 1;
+    s.gpus_used_per_domain = 1;
+    ParallelConfig p;
+    p.pp = 2;
+    const TrainResult r = testing::step_over(testing::tiny_gpt(), s, testing::batch_of(4), p);
+    EXPECT_DOUBLE_EQ(r.work.scale_out_bytes, 8 * 16384.0);
+    EXPECT_EQ(r.work.scale_up_bytes, 0.0);
+}
+
 TEST(Energy, PresetReadsAndCalibratesToItsTdp) {
     const SystemSpec h = testing::system_preset("dgx-h100");
     EXPECT_EQ(h.energy.tdp_w, 700);

@@ -2,6 +2,8 @@
 // tensor- and pipeline-parallel bookkeeping, memory limits, and the seed paper's latencies.
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include <cmath>
 
 #include "inference/inference.hpp"
@@ -19,6 +21,25 @@ using testing::system_preset;
 // The toy model and fp16 workloads of test_helpers.hpp.
 ModelSpec tiny() { return testing::tiny_llama(2); }
 constexpr auto workload = &testing::fp16_workload;
+
+// Scaling a pass (k layers alike, k draft passes) scales every figure it carries; adding one
+// adds each.
+TEST(Inference, PassCostScalesAndAddsEveryField) {
+    PassCost a;
+    a.compute_s = 1, a.tp_comm_s = 2, a.pp_comm_s = 3, a.ep_comm_s = 4, a.host_s = 5, a.flop = 6, a.hbm_bytes = 7, a.sram_bytes = 8;
+    a.tensor_s = 9, a.scale_up_bytes = 10, a.scale_out_bytes = 11;
+    const PassCost b = a.scaled(3);
+    const double want[] = {3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33};
+    const double got[] = {b.compute_s, b.tp_comm_s, b.pp_comm_s, b.ep_comm_s, b.host_s, b.flop, b.hbm_bytes, b.sram_bytes,
+                          b.tensor_s, b.scale_up_bytes, b.scale_out_bytes};
+    for (size_t i = 0; i < std::size(want); ++i) EXPECT_EQ(got[i], want[i]) << i;
+    PassCost sum = a;
+    sum += b;
+    const double summed[] = {sum.compute_s, sum.tp_comm_s, sum.pp_comm_s, sum.ep_comm_s, sum.host_s, sum.flop, sum.hbm_bytes,
+                             sum.sram_bytes, sum.tensor_s, sum.scale_up_bytes, sum.scale_out_bytes};
+    for (size_t i = 0; i < std::size(want); ++i) EXPECT_EQ(summed[i], want[i] / 3 * 4) << i;
+    EXPECT_EQ(b.total_s(), 3.0 * (1 + 2 + 3 + 4 + 5));
+}
 
 TEST(Inference, KvCacheBytesByHand) {
     const ModelSpec m = tiny();

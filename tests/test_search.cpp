@@ -437,6 +437,11 @@ TEST(SearchSpace, ContextParallelKindsAllowed) {
     EXPECT_FALSE(cp_kind_allowed(m, ulysses, 4, 8, CpKind::ulysses));
     EXPECT_TRUE(cp_kind_allowed(m, ulysses, 4, 1, CpKind::ulysses));
     EXPECT_FALSE(cp_kind_allowed(m, ulysses, 2, 4, CpKind::ring));
+    // At cp 1 a fixed Ulysses is allowed even where it could not shard: 2 K/V heads on tp 4.
+    ModelSpec gqa = m;
+    gqa.kv_heads = 2;
+    EXPECT_TRUE(cp_kind_allowed(gqa, ulysses, 4, 1, CpKind::ulysses));
+    EXPECT_FALSE(cp_kind_allowed(gqa, ulysses, 4, 2, CpKind::ulysses));
     LayoutConstraints ring;
     ring.cp_kind = CpKind::ring;
     EXPECT_TRUE(cp_kind_allowed(m, ring, 4, 8, CpKind::ring));

@@ -99,6 +99,7 @@ TEST(Vit, PatchEmbeddingIsAGemmOverEveryToken) {
     const Op* pos = find_op(e, "position_add");
     ASSERT_NE(pos, nullptr);
     EXPECT_DOUBLE_EQ(pos->bytes, 24576);
+    EXPECT_DOUBLE_EQ(pos->vector_flop, 64.0 * 64);  // one add per element
     // Backward reads the output's gradient and writes the input's and the table's: 2 x forward.
     EXPECT_DOUBLE_EQ(pos->bwd_bytes_factor, 2.0);
     EXPECT_DOUBLE_EQ(saved(e), 6144);
