@@ -116,7 +116,8 @@ TEST(Vit, PatchEmbeddingIsAGemmOverEveryToken) {
     // the FLOP each, [h / tp = 16] output columns per GPU.
     LayerShape grid = shape(2, 32, 4, true);
     grid.tp_rows = 2;
-    const Op* gp = find_op(embedding_ops(m, grid), "patch_embed");
+    const LayerOps grid_ops = embedding_ops(m, grid);
+    const Op* gp = find_op(grid_ops, "patch_embed");
     ASSERT_NE(gp, nullptr);
     EXPECT_DOUBLE_EQ(gemm_flop_of(*gp), 393216.0 / 4);
     EXPECT_DOUBLE_EQ(gp->gemm.n, 16);
