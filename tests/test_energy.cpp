@@ -251,6 +251,20 @@ TEST(Energy, PipelineHopsAcrossDomainsByHand) {
     EXPECT_EQ(r.work.scale_up_bytes, 0.0);
 }
 
+// The tensor power is calibrated against the bf16 peak: a system with energy figures but no bf16
+// matrix peak (here only fp8) is refused, naming the energy section.
+TEST(Energy, NeedsABf16PeakToCalibrate) {
+    const std::string text = R"({"model": {"preset": "llama3-8b"}, "system": {
+        "accelerator": {"matrix_flop_per_s": {"fp8": 1e15}, "vector_flop_per_s": 6e13, "memory_bytes": 8e10,
+                        "memory_bw_bytes_per_s": 3e12},
+        "scale_up": {"bw_bytes_per_s": 4.5e11}, "scale_out": {"bw_bytes_per_s": 5e10},
+        "energy": {"tdp_w": 700, "idle_w": 70, "hbm_j_per_bit": 3.4e-12, "scale_up_j_per_bit": 5e-12, "scale_out_j_per_bit": 5e-12}}})";
+    const auto s = testing::load(text);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().path, "system.energy.idle_w") << s.error().message();
+    EXPECT_NE(s.error().message().find("bf16 matrix peak"), std::string::npos) << s.error().message();
+}
+
 TEST(Energy, PresetReadsAndCalibratesToItsTdp) {
     const SystemSpec h = testing::system_preset("dgx-h100");
     EXPECT_EQ(h.energy.tdp_w, 700);

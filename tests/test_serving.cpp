@@ -131,6 +131,22 @@ TEST(FiniteRun, WavesByHand) {
     EXPECT_NEAR(finite_run_s(c, p, 2, 3), prompts + 10 * decode + half + 10 * alone + 1.5 * 5e-4, 1e-12);
 }
 
+// Prompts share a step's budget first come first served: 3 prompts of 32 in a budget of 65 take
+// 32 + 32 + 1 in the first step (two finish) and the last 31 in the second; then 9 steps at 3
+// decoding requests, and the last request's 10th token alone.
+TEST(FiniteRun, PromptsShareTheBudgetInOrderByHand) {
+    const ModelSpec m = testing::tiny_llama(2);
+    InferenceSpec s = toy_serving_workload();
+    s.input_len = 32;
+    s.output_len = 11;
+    s.prefill_chunk_tokens = 65;
+    const InferContext c{m, testing::round_inference_system(), s};
+    const ParallelConfig p;
+    auto cost = [&](double d, double q) { return engine_step_cost(c, p, d, q, q / 32.0, 1).total_s(); };
+    const double second = (1 - 31.0 / 65) * cost(2, 0) + 31.0 / 65 * cost(2, 65);
+    EXPECT_NEAR(finite_run_s(c, p, 3, 3), cost(1, 65) + second + 9 * cost(3, 0) + cost(1, 0), 1e-12);
+}
+
 // Many requests: the ramp-up and the tail fade and a finite run's rate nears the steady state's.
 // max_throughput over a finite run reports that run's rate and time.
 TEST(FiniteRun, ApproachesTheSteadyStateAndFeedsMaxThroughput) {

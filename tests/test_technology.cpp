@@ -102,6 +102,11 @@ TEST(Technology, PowerLimitedChipByHand) {
     EXPECT_DOUBLE_EQ(g.area_limited_bf16_flop_per_s, 5e14);  // what the area alone would give
     // Not limited at 600 W: the TDP would allow (469/250)^(1/3) = 1.2333 x the node's clock.
     EXPECT_NEAR(generate_chip(round_chip(600)).power_limited_bf16_flop_per_s, 5e14 * 1.233325, 1e9);
+    // Half a watt above the 131 W the chip spends before any math: the clock falls to
+    // (0.5 / 250)^(1/3) = 0.125992 of the node's, and the tensors draw that half watt.
+    const GeneratedChip starved = generate_chip(round_chip(131.5));
+    EXPECT_NEAR(rate(starved, Precision::bf16), 5e14 * 0.125992, 1e9);
+    EXPECT_NEAR(starved.power.tensor_w, 0.5, 1e-9);
 }
 
 TEST(Technology, TensorRatesPerFormat) {
