@@ -174,6 +174,10 @@ TEST(Energy, BlockWorkByHand) {
     const BlockCost h = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::none, 0.0);
     EXPECT_DOUBLE_EQ(h.work.scale_up_bytes, 1.5 * 1048576);
     EXPECT_DOUBLE_EQ(h.work.scale_out_bytes, 0.25 * 1048576);
+    // Full recompute sends the forward's collective twice, over both levels.
+    const BlockCost hr = cost_block(gemm_and_all_reduce(), s, CostContext{}, spans, Recompute::full, 0.0);
+    EXPECT_DOUBLE_EQ(hr.work.scale_up_bytes, 3.0 * 1048576);
+    EXPECT_DOUBLE_EQ(hr.work.scale_out_bytes, 0.5 * 1048576);
 }
 
 // The step adds the blocks over every GPU, the pipeline hops and the optimizer's HBM traffic.
