@@ -263,22 +263,20 @@ int64_t read_count(ObjectReader& r, const NumericField& f, std::optional<int64_t
     return r.integer(key_of(f), def, static_cast<int64_t>(f.lo), hi ? std::min(*hi, top) : top);
 }
 
-std::optional<FieldRange> system_field_range(std::string_view dotted) {
-    constexpr std::string_view kSystemPrefix = "system.", kEfficiencyPrefix = "system.efficiency.",
-                               kPeaksPrefix = "accelerator.matrix_flop_per_s.";
-    if (!dotted.starts_with(kSystemPrefix)) return std::nullopt;
-    if (dotted.starts_with(kEfficiencyPrefix)) {
-        for (const EfficiencyField& f : kEfficiency)
-            if (dotted.substr(kEfficiencyPrefix.size()) == f.key) return FieldRange{f.lo, f.hi};
-        return std::nullopt;
-    }
-    std::string_view path = dotted.substr(kSystemPrefix.size());
-    // Every precision's peak shares one entry.
-    if (path.starts_with(kPeaksPrefix) && path.find('.', kPeaksPrefix.size()) == std::string_view::npos)
-        path = "accelerator.matrix_flop_per_s.PRECISION";
-    for (const NumericField& f : kSystem)
-        if (path == f.path) return FieldRange{f.lo, f.hi};
-    return std::nullopt;
+namespace {
+
+const NumericField& system_row(std::string_view section, const char* key) {
+    return system_field(section.empty() ? std::string(key) : fmt::format("{}.{}", section, key));
+}
+
+}  // namespace
+
+double system_number(ObjectReader& r, std::string_view section, const char* key, std::optional<double> def, std::optional<double> lo) {
+    return read_number(r, system_row(section, key), def, lo);
+}
+
+int64_t system_count(ObjectReader& r, std::string_view section, const char* key, std::optional<int64_t> def, std::optional<int64_t> hi) {
+    return read_count(r, system_row(section, key), def, hi);
 }
 
 std::string system_schema_markdown() {

@@ -74,6 +74,12 @@ const NumericField& model_field(std::string_view path);
 // `hi` tightens its upper end (a bound another field sets).
 double read_number(ObjectReader& r, const NumericField& f, std::optional<double> def, std::optional<double> lo = std::nullopt);
 int64_t read_count(ObjectReader& r, const NumericField& f, std::optional<int64_t> def, std::optional<int64_t> hi = std::nullopt);
+// The same for the system table's row `key` below `section` (the reader's own path below system;
+// empty: system itself).
+double system_number(ObjectReader& r, std::string_view section, const char* key, std::optional<double> def,
+                     std::optional<double> lo = std::nullopt);
+int64_t system_count(ObjectReader& r, std::string_view section, const char* key, std::optional<int64_t> def,
+                     std::optional<int64_t> hi = std::nullopt);
 // Every numeric field of a spec table, into the spec.
 template <class Spec>
 void read_spec_fields(ObjectReader& r, Spec& s, std::span<const SpecField<Spec>> fields) {
@@ -85,13 +91,10 @@ void read_spec_fields(ObjectReader& r, Spec& s, std::span<const SpecField<Spec>>
             s.*f.count = r.integer(f.key, s.*f.count, static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi));
     }
 }
-// The accepted range of a numeric system field by its dotted path from the document's root
-// ("system.efficiency.gemm_max", "system.accelerator.matrix_flop_per_s.bf16"); nullopt for a
-// path neither table holds.
+// A field's accepted range.
 struct FieldRange {
     double lo, hi;
 };
-std::optional<FieldRange> system_field_range(std::string_view dotted_path);
 // The choices of system.efficiency.decode_attention, the default first.
 std::span<const char* const> decode_attention_choices();
 // docs/PRESET_SCHEMA.md's generated part: markdown tables of the system fields, of every

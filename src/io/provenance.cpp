@@ -12,9 +12,6 @@ void for_each_leaf(const Json& j, const std::string& prefix, const std::function
     for (const auto& [k, v] : j.items()) for_each_leaf(v, prefix.empty() ? k : prefix + "." + k, fn);
 }
 
-namespace {
-
-// The preset's value at a dotted path below it, or nullptr.
 const Json* at_path(const Json& root, const std::string& path) {
     const Json* node = &root;
     size_t start = 0;
@@ -29,6 +26,8 @@ const Json* at_path(const Json& root, const std::string& path) {
         start = dot + 1;
     }
 }
+
+namespace {
 
 // Numbers compare by value: 8 and 8.0 are the same figure.
 bool same(const Json& a, const Json& b) {

@@ -23,6 +23,8 @@ std::string provenance_text(const Scenario& s);
 // `--set PATH=VALUE` arguments as an object {PATH: VALUE}, VALUE read as apply_overrides reads it.
 Json overrides_json(const std::vector<std::string>& sets);
 
+// The value at a dotted path below `root` ("accelerator.hbm.stacks"), or nullptr.
+const Json* at_path(const Json& root, const std::string& path);
 // Every leaf of `j` as (dotted path, value); arrays are leaves.
 void for_each_leaf(const Json& j, const std::string& prefix, const std::function<void(const std::string&, const Json&)>& fn);
 

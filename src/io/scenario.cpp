@@ -214,24 +214,6 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     return m;
 }
 
-// A system field below `section` (the reader's own path below system) in the range the field
-// table gives it (io/field_table.cpp); `lo` overrides the table's where the field may be left 0
-// to be derived (under system.technology or accelerator.hbm).
-const NumericField& field_of(const std::string& section, const char* key) {
-    return system_field(section.empty() ? std::string(key) : section + "." + key);
-}
-
-double system_number(ObjectReader& r, const std::string& section, const char* key, std::optional<double> def,
-                     std::optional<double> lo = std::nullopt) {
-    return read_number(r, field_of(section, key), def, lo);
-}
-
-// An integer count of the system table; `hi` tightens its upper bound (a bound set by another field).
-int64_t system_count(ObjectReader& r, const std::string& section, const char* key, std::optional<int64_t> def,
-                     std::optional<int64_t> hi = std::nullopt) {
-    return read_count(r, field_of(section, key), def, hi);
-}
-
 // `generated`: the bandwidth system.technology's SerDes give, which replaces any figure given.
 // `level`: scale_up or scale_out.
 LinkLevel read_link(ObjectReader& r, const std::string& level, std::optional<double> generated) {

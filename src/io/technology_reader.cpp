@@ -38,15 +38,6 @@ std::vector<std::string> by_number(std::vector<std::string> v, bool descending) 
 
 double num(const Json& entry, const char* key) { return entry.at(key).get<double>(); }
 
-// A field below system.`section` in its table row's range (io/field_table.cpp).
-double tech_number(ObjectReader& r, const std::string& section, const char* key, std::optional<double> def) {
-    return read_number(r, system_field(section + "." + key), def);
-}
-
-int64_t tech_count(ObjectReader& r, const std::string& section, const char* key, std::optional<int64_t> def) {
-    return read_count(r, system_field(section + "." + key), def);
-}
-
 }  // namespace
 
 HbmStack read_hbm_stack(ObjectReader& h, const std::string& section, const std::optional<std::string>& default_generation) {
@@ -54,8 +45,8 @@ HbmStack read_hbm_stack(ObjectReader& h, const std::string& section, const std::
     HbmStack out;
     out.generation = h.choice("generation", default_generation, entries(table));
     out.entry = table[out.generation];
-    out.bw_bytes_per_s = tech_number(h, section, "stack_bw_bytes_per_s", num(out.entry, "stack_bw_bytes_per_s"));
-    out.bytes = tech_number(h, section, "stack_bytes", num(out.entry, "stack_bytes"));
+    out.bw_bytes_per_s = system_number(h, section, "stack_bw_bytes_per_s", num(out.entry, "stack_bw_bytes_per_s"));
+    out.bytes = system_number(h, section, "stack_bytes", num(out.entry, "stack_bytes"));
     return out;
 }
 
@@ -75,23 +66,23 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
     const Json& n = nodes[node];
     // Any figure of the node may be overridden (what a sensitivity or a what-if varies).
     const std::string tech = "technology";
-    t.node.logic_density_per_m2 = tech_number(*r, tech, "logic_density_per_m2", num(n, "logic_density_per_m2"));
-    t.node.sram_bytes_per_m2 = tech_number(*r, tech, "sram_bytes_per_m2", num(nodes[sram_node], "sram_bytes_per_m2"));
-    t.node.clock_hz = tech_number(*r, tech, "clock_hz", num(n, "clock_hz"));
-    t.node.bf16_j_per_flop = tech_number(*r, tech, "bf16_j_per_flop", num(n, "bf16_j_per_flop"));
-    t.node.sram_j_per_bit = tech_number(*r, tech, "sram_j_per_bit", num(nodes[sram_node], "sram_j_per_bit"));
-    t.node.leakage_w_per_m2 = tech_number(*r, tech, "leakage_w_per_m2", num(n, "leakage_w_per_m2"));
-    t.dies = tech_count(*r, tech, "dies", 1);
-    const double die_mm2 = tech_number(*r, tech, "die_area_mm2", std::nullopt);
+    t.node.logic_density_per_m2 = system_number(*r, tech, "logic_density_per_m2", num(n, "logic_density_per_m2"));
+    t.node.sram_bytes_per_m2 = system_number(*r, tech, "sram_bytes_per_m2", num(nodes[sram_node], "sram_bytes_per_m2"));
+    t.node.clock_hz = system_number(*r, tech, "clock_hz", num(n, "clock_hz"));
+    t.node.bf16_j_per_flop = system_number(*r, tech, "bf16_j_per_flop", num(n, "bf16_j_per_flop"));
+    t.node.sram_j_per_bit = system_number(*r, tech, "sram_j_per_bit", num(nodes[sram_node], "sram_j_per_bit"));
+    t.node.leakage_w_per_m2 = system_number(*r, tech, "leakage_w_per_m2", num(n, "leakage_w_per_m2"));
+    t.dies = system_count(*r, tech, "dies", 1);
+    const double die_mm2 = system_number(*r, tech, "die_area_mm2", std::nullopt);
     t.die_area_m2 = die_mm2 * 1e-6;
-    t.tdp_w = tech_number(*r, tech, "tdp_w", std::nullopt);
+    t.tdp_w = system_number(*r, tech, "tdp_w", std::nullopt);
     // Defaults: the B200's floorplan (docs/PRESET_SCHEMA.md).
-    t.tensor_share = tech_number(*r, tech, "tensor_share", 0.28);
-    t.vector_share = tech_number(*r, tech, "vector_share", 0.055);
-    t.sram_share = tech_number(*r, tech, "sram_share", 0.032);
-    t.tensor_transistors_per_flop_cycle = tech_number(*r, tech, "tensor_transistors_per_flop_cycle", t.tensor_transistors_per_flop_cycle);
-    t.vector_transistors_per_flop_cycle = tech_number(*r, tech, "vector_transistors_per_flop_cycle", t.vector_transistors_per_flop_cycle);
-    t.sram_bytes_per_cycle_per_m2 = tech_number(*r, tech, "sram_bytes_per_cycle_per_m2", t.sram_bytes_per_cycle_per_m2);
+    t.tensor_share = system_number(*r, tech, "tensor_share", 0.28);
+    t.vector_share = system_number(*r, tech, "vector_share", 0.055);
+    t.sram_share = system_number(*r, tech, "sram_share", 0.032);
+    t.tensor_transistors_per_flop_cycle = system_number(*r, tech, "tensor_transistors_per_flop_cycle", t.tensor_transistors_per_flop_cycle);
+    t.vector_transistors_per_flop_cycle = system_number(*r, tech, "vector_transistors_per_flop_cycle", t.vector_transistors_per_flop_cycle);
+    t.sram_bytes_per_cycle_per_m2 = system_number(*r, tech, "sram_bytes_per_cycle_per_m2", t.sram_bytes_per_cycle_per_m2);
     std::vector<std::string> all;
     for (Precision p : kAllPrecisions) all.emplace_back(to_string(p));
     for (const std::string& p : r->choices("precisions", std::vector<std::string>{"fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8"}, all))
@@ -105,14 +96,14 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
         const std::string& gen = stack.generation;
         t.hbm.stack_bw_bytes_per_s = stack.bw_bytes_per_s;
         t.hbm.stack_bytes = stack.bytes;
-        t.hbm.j_per_bit = tech_number(h, "technology.hbm", "j_per_bit", num(stack.entry, "j_per_bit"));
+        t.hbm.j_per_bit = system_number(h, "technology.hbm", "j_per_bit", num(stack.entry, "j_per_bit"));
         t.hbm.phy_area_m2 = num(stack.entry, "phy_area_m2");
         t.hbm.edge_m = num(stack.entry, "edge_m");
         const int64_t most = max_hbm_stacks(t);
         if (most < 1)
             fail(h.path_of("stacks"), fmt::format("dies of {:g} mm2", die_mm2),
                  fmt::format("expected a die edge of at least {:g} mm for one stack", t.hbm.edge_m * 1e3));
-        t.hbm.stacks = tech_count(h, "technology.hbm", "stacks", most);
+        t.hbm.stacks = system_count(h, "technology.hbm", "stacks", most);
         if (t.hbm.stacks > most)
             fail(h.path_of("stacks"), std::to_string(t.hbm.stacks),
                  fmt::format("expected at most {}: {} die(s) of {:g} mm2 hold {} stacks of {} along two edges each ({:g} mm per stack)", most,
@@ -130,8 +121,8 @@ std::optional<TechnologyReading> read_technology(ObjectReader& system) {
         };
         t.scale_up_serdes = lane(up);
         t.scale_out_serdes = lane(outg);
-        t.scale_up_lanes = tech_count(s, "technology.serdes", "scale_up_lanes", 36);
-        t.scale_out_lanes = tech_count(s, "technology.serdes", "scale_out_lanes", 4);
+        t.scale_up_lanes = system_count(s, "technology.serdes", "scale_up_lanes", 36);
+        t.scale_out_lanes = system_count(s, "technology.serdes", "scale_out_lanes", 4);
         s.finish();
     }
     r->finish();
