@@ -424,28 +424,31 @@ TEST(SearchSpace, ContextParallelKindsAllowed) {
     m.heads = 16;
     m.kv_heads = 16;
     m.hidden = 1024;
-    const LayoutConstraints free;
-    EXPECT_TRUE(cp_kind_allowed(m, free, 2, 4, CpKind::ulysses));
-    EXPECT_FALSE(cp_kind_allowed(m, free, 4, 8, CpKind::ulysses));
-    EXPECT_TRUE(cp_kind_allowed(m, free, 4, 8, CpKind::ring));
-    EXPECT_TRUE(cp_kind_allowed(m, free, 4, 8, CpKind::all_gather));
-    EXPECT_TRUE(cp_kind_allowed(m, free, 4, 1, CpKind::ring));
-    EXPECT_FALSE(cp_kind_allowed(m, free, 4, 1, CpKind::all_gather));
-    LayoutConstraints ulysses;
-    ulysses.cp_kind = CpKind::ulysses;
-    EXPECT_TRUE(cp_kind_allowed(m, ulysses, 2, 4, CpKind::ulysses));
-    EXPECT_FALSE(cp_kind_allowed(m, ulysses, 4, 8, CpKind::ulysses));
-    EXPECT_TRUE(cp_kind_allowed(m, ulysses, 4, 1, CpKind::ulysses));
-    EXPECT_FALSE(cp_kind_allowed(m, ulysses, 2, 4, CpKind::ring));
-    // At cp 1 a fixed Ulysses is allowed even where it could not shard: 2 K/V heads on tp 4.
-    ModelSpec gqa = m;
+    ModelSpec gqa = m;  // 2 K/V heads: Ulysses cannot shard them over tp 4
     gqa.kv_heads = 2;
-    EXPECT_TRUE(cp_kind_allowed(gqa, ulysses, 4, 1, CpKind::ulysses));
-    EXPECT_FALSE(cp_kind_allowed(gqa, ulysses, 4, 2, CpKind::ulysses));
-    LayoutConstraints ring;
+    const LayoutConstraints free;
+    LayoutConstraints ulysses, ring;
+    ulysses.cp_kind = CpKind::ulysses;
     ring.cp_kind = CpKind::ring;
-    EXPECT_TRUE(cp_kind_allowed(m, ring, 4, 8, CpKind::ring));
-    EXPECT_FALSE(cp_kind_allowed(m, ring, 2, 4, CpKind::ulysses));
+    struct Case {
+        const ModelSpec* model;
+        const LayoutConstraints* fixed;
+        int64_t tp, cp;
+        CpKind kind;
+        bool allowed;
+    };
+    const Case cases[] = {
+        {&m, &free, 2, 4, CpKind::ulysses, true},      {&m, &free, 4, 8, CpKind::ulysses, false},
+        {&m, &free, 4, 8, CpKind::ring, true},         {&m, &free, 4, 8, CpKind::all_gather, true},
+        {&m, &free, 4, 1, CpKind::ring, true},         {&m, &free, 4, 1, CpKind::all_gather, false},
+        {&m, &ulysses, 2, 4, CpKind::ulysses, true},   {&m, &ulysses, 4, 8, CpKind::ulysses, false},
+        {&m, &ulysses, 4, 1, CpKind::ulysses, true},   {&m, &ulysses, 2, 4, CpKind::ring, false},
+        {&gqa, &ulysses, 4, 1, CpKind::ulysses, true},  // at cp 1 a fixed Ulysses stands even where it could not shard
+        {&gqa, &ulysses, 4, 2, CpKind::ulysses, false}, {&m, &ring, 4, 8, CpKind::ring, true},
+        {&m, &ring, 2, 4, CpKind::ulysses, false}};
+    for (const Case& k : cases)
+        EXPECT_EQ(cp_kind_allowed(*k.model, *k.fixed, k.tp, k.cp, k.kind), k.allowed)
+            << "tp " << k.tp << " cp " << k.cp << " kind " << to_string(k.kind) << (k.fixed->cp_kind ? " (fixed)" : "");
 }
 
 }  // namespace

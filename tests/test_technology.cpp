@@ -3,11 +3,15 @@
 // presets/systems (each with its source).
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <random>
 #include <string>
 
 #include "hardware/technology.hpp"
 #include "io/scenario.hpp"
+#include "io/field_table.hpp"
+#include "io/provenance.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -240,6 +244,24 @@ TEST(Technology, ScenarioReplacesThePresetAndResolvesToFigures) {
     EXPECT_NEAR(old_sram->system.accel.sram_bytes, 26.048 * 1.25e6, 1.0);
     EXPECT_NEAR(old_sram->system.accel.sram_bw_bytes_per_s, 26.048 * 475 * 1.83e9, 1e3);
     EXPECT_NEAR(*old_sram->system.accel.matrix_peak(Precision::bf16) / bf16, 1.0, 1e-12);
+}
+
+// The schema's defaults for system.technology are the reader's: every row whose documented
+// default is a number resolves to that number when the field is left out.
+TEST(Technology, DocumentedDefaultsAreTheOnesRead) {
+    const auto s = build_scenario(Json::parse(R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100",
+        "technology": {"node": "4nm", "die_area_mm2": 814, "tdp_w": 700}}})"), Purpose::train);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    int checked = 0;
+    for (const NumericField& f : system_fields()) {
+        const std::string path = f.path;
+        if (!path.starts_with("technology.") || !std::isdigit(static_cast<unsigned char>(f.default_text[0]))) continue;
+        const Json* v = at_path(s->full["system"], path);
+        ASSERT_NE(v, nullptr) << path;
+        EXPECT_DOUBLE_EQ(v->get<double>(), std::stod(f.default_text)) << path;
+        ++checked;
+    }
+    EXPECT_EQ(checked, 9);  // dies, three shares, two transistor counts, SRAM bandwidth, two lane counts
 }
 
 TEST(Technology, ErrorsNameTheField) {
