@@ -276,6 +276,13 @@ figure weights_bytes "$(awk -v g=$GIB 'BEGIN { print 5.22 * g }')"
 WANT="embedding_loss split" good train "$ex/gpt3-175b-64xa100.json" --stages --set model.preset=llama3.1-405b --set parallel.vp=8
 WANT='"chunks"' good train "$ex/gpt3-175b-64xa100.json" --format json --set model.preset=llama3.1-405b --set parallel.vp=8
 good infer "$ex/infer-llama2-70b-h100.json" --format json
+# Sliding-window attention: the serving report says which window and what its layers cache.
+WANT='"window_cache": "sequence"' good infer "$ex/infer-llama2-70b-h100.json" --max-throughput --format json \
+    --set model.sliding_window=512 --set model.sliding_window_pattern=2 --set inference.window_cache=sequence
+WANT="Sliding window 512 tokens on 50% of the layers" good infer "$ex/infer-llama2-70b-h100.json" --max-throughput \
+    --set model.sliding_window=512 --set model.sliding_window_pattern=2
+bad "model.sliding_window" infer "$ex/infer-llama2-70b-h100.json" --set model.sliding_window=-5
+good infer "$ex/infer-llama2-70b-h100.json" --format json
 figure ttft_s 1.1396
 figure tpot_s 0.022137
 figure e2e_latency_s 6.778

@@ -26,6 +26,11 @@
 //   reservation (inference.kv_reservation full): max-throughput rows 19.9% mean (worst 121.7%,
 //   Qwen3-30B-A3B on GB200 at 1,024/1,024); all 459 rows 10.8%. The cache pool at 90% of the free
 //   memory (inference.kv_cache_memory_fraction): 18.9% (worst 117.7%); all 459 rows 10.7%.
+//   2026-11-26 (session 13): sliding-window attention (model.sliding_window) runs the 29 gpt-oss
+//   rows the set used to skip, with TensorRT-LLM 1.2's whole-sequence cache for windowed layers
+//   and its MoE precisions (data-set context): max-throughput rows 74, 19.3% mean (gpt-oss 29.6%;
+//   the other 45 unchanged at 12.7%), worst 119.6% (gpt-oss-120b on H200 at 1,024/1,024); all
+//   488 rows 11.3%.
 // Thresholds: mean + 1 point, worst + 2 points. A change that improves a set may tighten its
 // line; one that worsens it must say why in docs/CALIBRATION.md and move the line knowingly.
 #include <gtest/gtest.h>
@@ -55,7 +60,7 @@ constexpr Gate kGates[] = {
     // Measured 8.7% mean; 69.5% worst (DeepSeek-V3 on GB200, explained); 19.4% the worst otherwise.
     {"dgxc", kNvidia2025Rows, 0.090, 0.700, 0.215},
     {"trtllm output_tokens_per_s_per_gpu", 88, 0.148, 1.306},
-    {"trtllm output_tokens_per_s_per_gpu_max", 45, 0.199, 1.197},
+    {"trtllm output_tokens_per_s_per_gpu_max", 74, 0.203, 1.216},
     {"trtllm ttft_s", 44, 0.133, 0.610},
 };
 
@@ -77,8 +82,8 @@ std::map<std::string, std::vector<ValidationCase>> by_set() {
 
 // Every row of the older sets runs; training_nvidia_2025 skips rows whose inputs were not
 // published (recompute, ...) or whose model the tool cannot express yet, each with its reason;
-// the TensorRT-LLM set skips the rows whose notes name what the model does not represent
-// (sliding-window attention; MLA without its dimensions in the data-set context).
+// the TensorRT-LLM set would skip rows whose notes name what the model does not represent
+// (sliding-window attention or MLA without its dimensions in the data-set context): none today.
 TEST(ValidationThresholds, OnlyUnpublishedOrUnmodelledRowsAreSkipped) {
     size_t trtllm = 0;
     for (const std::string& s : report().skipped) {
@@ -89,8 +94,8 @@ TEST(ValidationThresholds, OnlyUnpublishedOrUnmodelledRowsAreSkipped) {
         }
         EXPECT_TRUE(s.rfind("dgxc-", 0) == 0 || s.rfind("nemo2504-", 0) == 0 || s.rfind("nemo2507-", 0) == 0 || s.rfind("nemo-longseq-", 0) == 0) << s;
     }
-    EXPECT_EQ(trtllm, 29u);
-    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows + 177u);
+    EXPECT_EQ(trtllm, 0u);
+    EXPECT_EQ(report().cases.size(), 157u + kNvidia2025Rows + 206u);
     EXPECT_EQ(report().rows, 157u + 228u + 206u);
 }
 

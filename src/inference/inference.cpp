@@ -292,7 +292,11 @@ double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const
     const double per_token = m.attention_kind == AttentionKind::mla
                                  ? as_d(m.mla.cache_dim())
                                  : 2.0 * kv_heads_per_rank(m, p.tp) * as_d(m.head_dim());
-    return layers * as_d(s.batch) * tokens * per_token * bytes_per_element(s.kv_precision);
+    // A windowed layer keeps only its window's K/V, unless the engine reserves the whole sequence
+    // for it too (inference.window_cache).
+    const double f = s.window_cache == WindowCache::window ? windowed_layer_share(m) : 0.0;
+    const double held = (1.0 - f) * tokens + f * std::min(tokens, as_d(m.sliding_window));
+    return layers * as_d(s.batch) * held * per_token * bytes_per_element(s.kv_precision);
 }
 
 InferMemory inference_memory(const InferContext& c, const ParallelConfig& p, int64_t batch) {

@@ -11,6 +11,9 @@ enum class KvReservation {
     full,     // prompt + all output tokens, from admission (TensorRT-LLM GUARANTEED_NO_EVICT)
     average,  // what its context holds so far: I + O/2 on average (vLLM; TRT-LLM MAX_UTILIZATION)
 };
+// What a sliding-window layer's cache holds for a request (InferenceSpec::window_cache).
+enum class WindowCache { window, sequence };
+constexpr std::string_view to_string(WindowCache w) { return w == WindowCache::window ? "window" : "sequence"; }
 constexpr std::string_view to_string(KvReservation k) { return k == KvReservation::full ? "full" : "average"; }
 
 // An inference workload: `batch` requests of `input_len` prompt tokens generating `output_len`.
@@ -33,6 +36,12 @@ struct InferenceSpec {
     // Options") admits a request only once the blocks for its whole I + O are reserved, so a
     // started request is never paused.
     KvReservation kv_reservation = KvReservation::full;
+    // What a sliding-window layer's cache holds per request (model.sliding_window): `window`, its
+    // last window of tokens (a cyclic or trimmed cache: vLLM's sliding-window manager, TensorRT-LLM
+    // before 1.1); `sequence`, blocks for the whole sequence (TensorRT-LLM from PR #6768, Aug 2025:
+    // blocks written linearly, a request reserving up to its full length, out-of-window blocks only
+    // detached to a host pool when one is configured). The attention work is windowed either way.
+    WindowCache window_cache = WindowCache::window;
     // The serving engine's KV-cache pool is this share of the memory the weights, activations and
     // runtime leave free, sized once at start-up (TensorRT-LLM's KvCacheConfig
     // free_gpu_memory_fraction, 0.9 by default); the rest stays unused.

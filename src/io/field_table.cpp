@@ -195,6 +195,10 @@ constexpr std::array kModel{
     NumericField{"mla.qk_rope_head_dim", "elements", 0, kMaxDim, "required in mla", "per-head query/key dimension with RoPE (shared key)"},
     NumericField{"mla.v_head_dim", "elements", 1, kMaxDim, "required in mla", "per-head value dimension"},
     NumericField{"head_dim", "elements", 1, kMaxDim, "`hidden` / `heads`", "per-head dimension (Gemma's 256 at hidden 3072); none with mla"},
+    NumericField{"sliding_window", "tokens", 1, int64_t{1} << 27, "none (full attention)",
+                 "positions a windowed layer's query attends to, itself included (gpt-oss: 128); fused attention, not mla"},
+    NumericField{"sliding_window_pattern", "layers", 0, 100000, "0",
+                 "with sliding_window: layer i keeps full attention when i + 1 is a multiple (gpt-oss: 2); 0: every layer windowed"},
 };
 
 constexpr double kMaxDegree = double(int64_t{1} << 20);
@@ -304,7 +308,7 @@ std::string system_schema_markdown() {
     o += "\nIts `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
          "SPEC.md):\n\n";
     o += spec_table(kTraining, "training");
-    o += "\nIts `inference` section (besides the precisions and `kv_reservation`):\n\n";
+    o += "\nIts `inference` section (besides the precisions, `kv_reservation` and `window_cache`):\n\n";
     o += spec_table(kInference, "inference");
     return o;
 }

@@ -204,6 +204,17 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
             fail(r.path_of("head_dim"), show(j.at("head_dim")), "none with model.attention_kind \"mla\" (model.mla sets its head dimensions)");
         m.attention_head_dim = model_count(r, "head_dim", std::nullopt);
     }
+    if (r.has("sliding_window")) {
+        if (m.attention_kind == AttentionKind::mla)
+            fail(r.path_of("sliding_window"), show(j.at("sliding_window")), "none with model.attention_kind \"mla\" (no latent-attention model uses a window)");
+        if (m.attention == AttentionImpl::unfused)
+            fail(r.path_of("sliding_window"), show(j.at("sliding_window")),
+                 "none with model.attention \"unfused\" (its two batched GEMMs compute every score; windowed kernels are fused)");
+        m.sliding_window = model_count(r, "sliding_window", std::nullopt);
+        m.sliding_window_pattern = model_count(r, "sliding_window_pattern", 0, m.layers);
+    } else if (r.has("sliding_window_pattern")) {
+        fail(r.path_of("sliding_window_pattern"), show(j.at("sliding_window_pattern")), "only with model.sliding_window");
+    }
     r.finish();
     if (m.attention_kind == AttentionKind::mla && m.kv_heads != m.heads)
         fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must equal model.heads ({}) with attention_kind mla (every head has its own K and V)", m.heads));
@@ -518,6 +529,7 @@ InferenceSpec read_inference(ObjectReader r) {
     const bool low_bit = bytes_per_element(s.precision) <= 1.0;
     s.kv_precision = read_precision(r, "kv_precision", low_bit ? Precision::fp8 : activation_precision(s.precision));
     s.kv_reservation = r.choice("kv_reservation", "full", {"full", "average"}) == "average" ? KvReservation::average : KvReservation::full;
+    s.window_cache = r.choice("window_cache", "window", {"window", "sequence"}) == "sequence" ? WindowCache::sequence : WindowCache::window;
     r.finish();
     return s;
 }

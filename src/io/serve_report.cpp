@@ -49,6 +49,11 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
     };
     // A finite run (inference.num_requests): the throughput keys above are the run's.
     if (r.run_s > 0) j["finite_run"] = {{"num_requests", i.num_requests}, {"run_s", r.run_s}};
+    // A windowed model: its window and what its windowed layers cache.
+    if (s.model.sliding_window > 0)
+        j["sliding_window"] = {{"tokens", s.model.sliding_window},
+                               {"windowed_layer_share", windowed_layer_share(s.model)},
+                               {"window_cache", to_string(i.window_cache)}};
     add_energy_keys(j, s.system, serve_energy_scope(s.parallel, r), true);
     return j;
 }
@@ -62,6 +67,10 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
     o += fmt::format("Layout: tp {} . pp {} . dp {} (replicas)   {} in / {} out   math {} . weights {} . KV {}\n", p.tp, p.pp,
                      p.dp, i.input_len, i.output_len, to_string(i.precision), to_string(i.weight_precision),
                      to_string(i.kv_precision));
+    if (s.model.sliding_window > 0)
+        o += fmt::format("Sliding window {} tokens on {:.0f}% of the layers; their cache holds {}\n", s.model.sliding_window,
+                         100.0 * windowed_layer_share(s.model),
+                         i.window_cache == WindowCache::window ? "the window" : "the whole sequence (inference.window_cache)");
     o += fmt::format("Concurrency {} per replica{}   (largest that fits: {})\n", r.concurrency,
                      mode == "max_throughput" ? ", the best for throughput" : "", max_concurrency_fits);
     o += fmt::format("\n  time to first token  {:>12}{}\n", seconds(r.ttft_s), r.prefill_bound ? "   (prompts queue: prefill-bound)" : "");

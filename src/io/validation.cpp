@@ -137,15 +137,19 @@ bool is_needed(const CsvRow& row, const std::string& column) {
 }
 
 // What a row's notes say the model does not represent (never guessed around: the row is skipped).
-// MLA's dimensions are not columns of the set: its rows run only where the data-set context gives
-// the model's attention (`model.attention_kind` and `model.mla`, with their source).
+// MLA's dimensions and sliding windows are not columns of the set: such rows run only where the
+// data-set context gives the model's attention (`model.attention_kind` and `model.mla`, or
+// `model.sliding_window`, with their source).
 std::optional<std::string> unmodelled(const CsvRow& row, const std::vector<std::string>& model_overrides) {
     const std::string& notes = field(row, "notes");
     const bool attention_given = std::any_of(model_overrides.begin(), model_overrides.end(),
                                              [](const std::string& o) { return o.rfind("model.attention_kind=", 0) == 0; });
     if (notes.find("MLA attention") != std::string::npos && !attention_given)
         return "multi-head latent attention (MLA, per the notes) without its dimensions (the data-set context gives none)";
-    if (notes.find("sliding-window") != std::string::npos) return "sliding-window attention (per the notes) is not modelled";
+    const bool window_given = std::any_of(model_overrides.begin(), model_overrides.end(),
+                                          [](const std::string& o) { return o.rfind("model.sliding_window=", 0) == 0; });
+    if (notes.find("sliding-window") != std::string::npos && !window_given)
+        return "sliding-window attention (per the notes) without its window (the data-set context gives none)";
     if (notes.find("EP degree not stated") != std::string::npos && field(row, "tp") != "1")
         return "the expert-parallel degree is unpublished (per the notes)";
     if (!field(row, "throughput_scope").empty() && field(row, "throughput_scope") != "per_gpu")

@@ -122,6 +122,13 @@ struct ModelSpec {
     // model.head_dim, where a model decouples it from hidden / heads (Qwen3: 2,048 wide, 32 heads
     // of 128; Gemma); 0: hidden / heads.
     int64_t attention_head_dim = 0;
+    // Sliding-window (local) attention: a windowed layer's query sees only the `sliding_window`
+    // most recent positions, itself included (Mistral 7B v0.1: 4,096 on every layer; gpt-oss: 128
+    // on alternate layers; Gemma 3: 1,024 on five of six). 0: every layer attends in full.
+    // `sliding_window_pattern` P: every P-th layer (i + 1 a multiple of P) keeps full attention,
+    // the others are windowed (Hugging Face's Gemma convention); 0: every layer is windowed.
+    int64_t sliding_window = 0;
+    int64_t sliding_window_pattern = 0;
 
     [[nodiscard]] int64_t head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
     [[nodiscard]] int64_t q_dim() const { return heads * head_dim(); }  // hidden unless model.head_dim differs
@@ -144,6 +151,16 @@ struct LayerKindSet {
     [[nodiscard]] LayerKind back() const { return kinds[count - 1]; }
 };
 LayerKindSet layer_kinds(const ModelSpec& m);
+// The share of the model's layers that attend over a sliding window. Block costs are per kind, not per layer, so a block's attention is the
+// layer-weighted mix of the two forms (exact over the whole model; a pipeline stage whose windowed
+// share differs from the model's is off by at most one layer's difference).
+double windowed_layer_share(const ModelSpec& m);
+// Keys one query row of a windowed layer attends to on average: `kv_len` keys visible, of which
+// the share `causal_fraction` is computed in full attention (0.5: a causal square over a whole
+// sequence, 1: every key, as a decode step's or a bidirectional row's). Within the window nothing
+// changes; beyond it a row sees `window` keys, and causal rows of a sequence longer than the window
+// see min(i, window) at position i: window - window^2 / (2 kv_len) on average.
+double windowed_keys_per_row(double kv_len, double causal_fraction, double window);
 
 // Why tensor parallelism of degree tp cannot cut model m: the field whose width tp must divide,
 // that width, and whether a multiple of it also works (K/V heads replicate when fewer than the

@@ -188,22 +188,47 @@ struct Heads {
     double kv_read_elems = -1;  // < 0: K and V as attended, each read once
 };
 
+// Keys per query row of the block's attention, mixed over its full and windowed layers by the
+// model's windowed share (one block stands for every layer of its kind): those it spans (before
+// the causal cut), those it computes, those whose K/V it reads (a window of w behind the last of
+// q_len rows), and the inner-loop length weighted by the work at each length.
+struct KeySpan {
+    double spanned = 0, computed = 0, read = 0, loop = 0;
+};
+
+KeySpan key_span(const ModelSpec& m, const LayerShape& s) {
+    const double full_keys = s.causal_fraction * s.kv_len;
+    const double f = windowed_layer_share(m);
+    if (f <= 0.0) return {s.kv_len, full_keys, s.kv_len, s.kv_len};
+    const double w = static_cast<double>(m.sliding_window);
+    const double win_keys = windowed_keys_per_row(s.kv_len, s.causal_fraction, w);
+    const double win_span = std::min(s.kv_len, w);
+    KeySpan k;
+    k.spanned = (1.0 - f) * s.kv_len + f * win_span;
+    k.computed = (1.0 - f) * full_keys + f * win_keys;
+    k.read = (1.0 - f) * s.kv_len + f * std::min(s.kv_len, s.q_len + w - 1.0);
+    k.loop = k.computed > 0 ? ((1.0 - f) * full_keys * s.kv_len + f * win_keys * win_span) / k.computed : s.kv_len;
+    return k;
+}
+
 void attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const Heads& a) {
     const double q_elems = d.tokens * a.q * a.qk_dim;
     const double o_elems = d.tokens * a.q * a.v_dim;
-    const double kv_attended = s.batch * s.kv_len * a.kv * (a.qk_dim + a.v_dim);  // K and V as attended
     const double local_k = d.tokens * a.kv * a.qk_dim;                           // K produced here
     const double local_v = d.tokens * a.kv * a.v_dim;
     const double scores = s.batch * a.q * s.q_len * s.kv_len;
     if (m.attention == AttentionImpl::fused) {
+        // A sliding window (fused kernels only: the scenario refuses it unfused) cuts the keys.
+        const KeySpan k = key_span(m, s);
+        const double rows = s.batch * a.q * s.q_len;
         Op op;
         op.name = "attention";
         op.kind = OpKind::attention;
-        op.attn_model_flop = 2.0 * scores * (a.qk_dim + a.v_dim);  // Q K^T and P V
-        op.attn_flop = op.attn_model_flop * s.causal_fraction;
+        op.attn_model_flop = 2.0 * rows * k.spanned * (a.qk_dim + a.v_dim);  // Q K^T and P V
+        op.attn_flop = 2.0 * rows * k.computed * (a.qk_dim + a.v_dim);
         op.attn_io_elems = q_elems + o_elems;
-        op.attn_kv_elems = a.kv_read_elems >= 0 ? a.kv_read_elems : kv_attended;
-        op.attn_kv_len = s.kv_len;
+        op.attn_kv_elems = a.kv_read_elems >= 0 ? a.kv_read_elems : s.batch * k.read * a.kv * (a.qk_dim + a.v_dim);
+        op.attn_kv_len = k.loop;
         op.saved_bytes = (q_elems + local_k + local_v) * d.e;  // Q, K, V
         op.core_saved_bytes = d.tokens * a.q * 4.0;             // fp32 log-sum-exp
         op.attention_core = true;

@@ -43,6 +43,19 @@ LayerKind layer_kind(const ModelSpec& m, int64_t layer) {
     return moe ? LayerKind::moe : LayerKind::dense;
 }
 
+double windowed_layer_share(const ModelSpec& m) {
+    if (m.sliding_window <= 0 || m.layers <= 0) return 0.0;
+    // Layer i keeps full attention when i + 1 is a multiple of the pattern: layers / pattern of them.
+    const int64_t full = m.sliding_window_pattern == 0 ? 0 : m.layers / m.sliding_window_pattern;
+    return static_cast<double>(m.layers - full) / static_cast<double>(m.layers);
+}
+
+double windowed_keys_per_row(double kv_len, double causal_fraction, double window) {
+    if (kv_len <= window) return causal_fraction * kv_len;
+    if (causal_fraction >= 1.0) return window;
+    return window - window * window / (2.0 * kv_len);
+}
+
 int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end) {
     if (end <= begin) return 0;
     int64_t moe = 0;
