@@ -9,24 +9,11 @@
 #include <fmt/format.h>
 
 #include "io/field_table.hpp"
+#include "io/provenance.hpp"
 
 namespace sm {
 
 namespace {
-
-// The value at a dotted path below `j`, or nullptr.
-const Json* find_dotted(const Json& j, std::string_view dotted) {
-    const Json* at = &j;
-    size_t from = 0;
-    while (true) {
-        const size_t dot = dotted.find('.', from);
-        const std::string key(dotted.substr(from, dot == std::string_view::npos ? std::string_view::npos : dot - from));
-        if (!at->is_object() || !at->contains(key)) return nullptr;
-        at = &(*at)[key];
-        if (dot == std::string_view::npos) return at;
-        from = dot + 1;
-    }
-}
 
 Probe probe_of(const std::string& path, const Json& v, FieldRange range) {
     Probe p{path, v, v, v};
@@ -51,7 +38,7 @@ std::vector<Probe> sensitivity_probes(const Json& base) {
     const Json& sys = base["system"];
     // The field table's rows, in its order: each one the resolved system holds as a number.
     auto add = [&](const std::string& below, FieldRange range) {
-        const Json* v = find_dotted(sys, below);
+        const Json* v = at_path(sys, below);
         if (v && v->is_number()) out.push_back(probe_of("system." + below, *v, range));
     };
     for (const EfficiencyField& f : efficiency_fields()) add(std::string("efficiency.") + f.key, {f.lo, f.hi});
@@ -63,7 +50,7 @@ std::vector<Probe> sensitivity_probes(const Json& base) {
             continue;
         }
         const std::string parent(path.substr(0, path.size() - kEachPrecision.size()));
-        if (const Json* peaks = find_dotted(sys, parent); peaks && peaks->is_object())
+        if (const Json* peaks = at_path(sys, parent); peaks && peaks->is_object())
             for (const auto& [name, v] : peaks->items()) add(parent + "." + name, {f.lo, f.hi});
     }
     return out;
