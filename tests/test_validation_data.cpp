@@ -53,6 +53,35 @@ TEST(UnpublishedInputs, RowIsReportedSkippedNotGuessed) {
     EXPECT_EQ(rep->rows, 2u);
 }
 
+TEST(UnpublishedInputs, AnUnpublishedRecomputeIsBracketedNotGuessed) {
+    // Row a lacks its recompute mode: skipped and in no mean, but predicted under each mode.
+    // Rows n, s and f are the same run with the mode published: the bracket's three predictions
+    // are theirs, and the measured 1.0 s stays a's own.
+    std::string csv = kHeader +
+                      "a,gpt-x,24,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,1,8,1,1,1,1,64,false,0,,fp16,1.0,,"
+                      "recompute;measured_peak_mem_gib\n";
+    for (const char* mode : {"none", "selective", "full"})
+        csv += std::string(1, mode[0]) + ",gpt-x,24,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,1,8,1,1,1,1,64,false,0," + mode +
+               ",fp16,2.0,,\n";
+    // A row missing more than its recompute mode is not bracketed.
+    csv += "m,gpt-x,24,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,1,8,1,1,1,,64,false,0,,fp16,1.0,,recompute;mbs\n";
+    const auto rep = run_validation("set", csv, std::nullopt);
+    ASSERT_TRUE(rep.ok());
+    ASSERT_EQ(rep->cases.size(), 3u);
+    ASSERT_EQ(rep->skipped.size(), 2u);
+    EXPECT_EQ(rep->skipped[0], "a: recompute unpublished");
+    ASSERT_EQ(rep->bracketed.size(), 1u);
+    const BracketCase& b = rep->bracketed[0];
+    EXPECT_EQ(b.id, "a");
+    EXPECT_EQ(b.measured, 1.0);
+    EXPECT_EQ(b.family, "Ampere");
+    EXPECT_EQ(b.precision, "fp16");
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(b.predicted[i], rep->cases[i].predicted) << rep->cases[i].id;
+    // Recomputing more never shortens the step.
+    EXPECT_LT(b.predicted[0], b.predicted[1]);
+    EXPECT_LT(b.predicted[1], b.predicted[2]);
+}
+
 const std::string kTwoModels = kHeader +
                                "a,Model-A,24,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,1,8,1,1,1,1,64,false,0,none,fp16,1.0,,\n"
                                "b,Model-B,24,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,1,8,1,1,1,1,64,false,0,none,fp16,1.0,,\n";

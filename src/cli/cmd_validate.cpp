@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -51,6 +52,22 @@ std::vector<ValidationCase> worst_rows(std::vector<ValidationCase> cases, size_t
     return cases;
 }
 
+// Where a bracketed row's measured step lies against its predictions under recompute none,
+// selective and full, and the smallest |error| any of the three gives (a lower bound on the
+// model's error for that row, whatever mode ran).
+std::string bracket_position(const BracketCase& b) {
+    if (b.measured < b.predicted[0]) return "faster than every mode";
+    if (b.measured <= b.predicted[1]) return "between none and selective";
+    if (b.measured <= b.predicted[2]) return "between selective and full";
+    return "slower than every mode";
+}
+double bracket_floor(const BracketCase& b) {
+    double best = std::numeric_limits<double>::infinity();
+    for (double p : b.predicted) best = std::min(best, std::fabs(p - b.measured) / b.measured);
+    // Between two modes some mode in between could match: no floor.
+    return b.measured >= b.predicted[0] && b.measured <= b.predicted[2] ? 0.0 : best;
+}
+
 Json report_json(const ValidationReport& rep) {
     Json cases = Json::array();
     for (const auto& c : rep.cases)
@@ -65,8 +82,16 @@ Json report_json(const ValidationReport& rep) {
     Json regimes = Json::object();
     for (const auto& [kind, gs] : by_regime(rep.cases))
         for (const auto& [name, cs] : gs) regimes[kind][name] = summary_json(summarize(cs));
+    Json bracketed = Json::array();
+    for (const BracketCase& b : rep.bracketed)
+        bracketed.push_back({{"id", b.id},
+                             {"dataset", b.dataset},
+                             {"measured", b.measured},
+                             {"predicted", {{"none", b.predicted[0]}, {"selective", b.predicted[1]}, {"full", b.predicted[2]}}},
+                             {"position", bracket_position(b)},
+                             {"min_abs_error", bracket_floor(b)}});
     return Json{{"cases", cases}, {"summary", summary_json(summarize(rep.cases))}, {"groups", groups},
-                {"regimes", regimes}, {"skipped", rep.skipped}};
+                {"regimes", regimes}, {"skipped", rep.skipped}, {"bracketed", bracketed}};
 }
 
 std::string report_csv(const ValidationReport& rep) {
@@ -78,6 +103,7 @@ std::string report_csv(const ValidationReport& rep) {
 }
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
+
 
 std::string report_text(const ValidationReport& rep, bool markdown) {
     std::string o;
@@ -130,6 +156,36 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
                                  unit(c.metric), c.predicted, unit(c.metric), pct(c.error));
             o += "\n";
         }
+        if (!rep.bracketed.empty()) {
+            o += "## Rows with an unpublished recompute mode, bracketed\n\n"
+                 "Training rows whose one unpublished input is the recompute mode are not evaluated: they are in\n"
+                 "no mean above and are listed at the end. Here each is predicted under recompute none, selective\n"
+                 "and full, and its measured step placed against the three. A row measured faster than every mode\n"
+                 "is one the model predicts slow whatever ran, slower than every mode one it predicts fast; the\n"
+                 "floor is the smallest |error| any mode gives (0 between two modes).\n\n";
+            std::map<std::string, std::vector<const BracketCase*>> fam;
+            for (const BracketCase& b : rep.bracketed) fam[b.family + " " + b.precision].push_back(&b);
+            o += "| accelerator, precision | rows | faster than every mode | between | slower than every mode | mean floor |\n"
+                 "|---|---:|---:|---:|---:|---:|\n";
+            for (const auto& [name, bs] : fam) {
+                size_t below = 0, above = 0;
+                double floor = 0;
+                for (const BracketCase* b : bs) {
+                    below += b->measured < b->predicted[0];
+                    above += b->measured > b->predicted[2];
+                    floor += bracket_floor(*b);
+                }
+                o += fmt::format("| {} | {} | {} | {} | {} | {:.1f}% |\n", name, bs.size(), below, bs.size() - below - above, above,
+                                 100 * floor / static_cast<double>(bs.size()));
+            }
+            o += "\n| id | layout | measured | none | selective | full | measured lies | floor |\n"
+                 "|---|---|---:|---:|---:|---:|---|---:|\n";
+            for (const BracketCase& b : rep.bracketed)
+                o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {:.4g} s | {:.4g} s | {} | {:.1f}% |\n", printable(b.id), b.layout,
+                                 b.measured, b.predicted[0], b.predicted[1], b.predicted[2], bracket_position(b),
+                                 100 * bracket_floor(b));
+            o += "\n";
+        }
         if (!rep.contexts.empty()) {
             o += "## Data-set context\n\nOverrides applied to every row of a data set, from the source's own description of\n"
                  "its cluster and software (`data/validation/<set>.context.json`):\n\n";
@@ -165,6 +221,9 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
     o += fmt::format("{:<14} {:>4} rows  mean |error| {:5.1f}%  worst {:5.1f}% ({})\n", "all", all.count,
                      100 * all.mean_abs_error, 100 * all.max_abs_error, all.worst_id);
     for (const auto& s : rep.skipped) o += "skipped: " + s + "\n";
+    for (const BracketCase& b : rep.bracketed)
+        o += fmt::format("bracketed: {} measured {:.4g} s; recompute none {:.4g}, selective {:.4g}, full {:.4g} s: {}\n", printable(b.id),
+                         b.measured, b.predicted[0], b.predicted[1], b.predicted[2], bracket_position(b));
     return o;
 }
 

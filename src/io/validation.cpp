@@ -314,6 +314,32 @@ std::string context_path_for(const std::string& dataset_path) {
     return std::filesystem::path(dataset_path).replace_extension(".context.json").string();
 }
 
+namespace {
+
+// A training row's measured step beside the predictions under recompute none, selective and full
+// (`build` makes the scenario with extra overrides); nothing when a mode cannot be built.
+template <typename Build>
+void bracket(ValidationReport& rep, const CsvRow& row, const std::string& dataset, const Build& build) {
+    const double measured = std::strtod(field(row, "measured_step_time_s").c_str(), nullptr);
+    if (!(measured > 0) || !std::isfinite(measured)) return;
+    BracketCase b;
+    b.id = field(row, "id");
+    b.dataset = dataset;
+    b.measured = measured;
+    b.layout = layout_of(row);
+    const char* const modes[] = {"none", "selective", "full"};
+    for (size_t i = 0; i < 3; ++i) {
+        Expected<Scenario> s = build(row, {std::string("parallel.recompute=") + modes[i]});
+        if (!s) return;
+        b.family = accelerator_family(s->system.accel.name);
+        b.precision = std::string(to_string(s->training.precision));
+        b.predicted[i] = evaluate_training({s->model, s->system, s->training}, s->parallel).step_time_s;
+    }
+    rep.bracketed.push_back(std::move(b));
+}
+
+}  // namespace
+
 Expected<ValidationReport> run_validation(const std::string& dataset, std::string_view csv_text,
                                           std::optional<std::string_view> context_json,
                                           const std::vector<std::string>& user_sets, const std::string& context_origin) {
@@ -325,43 +351,44 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
         ctx = c.value();
         rep.contexts.push_back(c.value());
     }
+    // The scenario a row describes with the context's overrides, `extra` and the user's (the
+    // user's word last), or why it cannot be built (the row is then skipped with that reason;
+    // what the model cannot represent comes with no path).
+    auto build = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<Scenario> {
+        const bool training = is_training_row(row);
+        const auto model_ctx = ctx.models.find(field(row, "model"));
+        const std::vector<std::string> no_overrides;
+        const std::vector<std::string>& model_overrides = model_ctx != ctx.models.end() ? model_ctx->second.overrides : no_overrides;
+        if (const auto why = training ? std::nullopt : unmodelled(row, model_overrides)) return InputError{"", "", *why};
+        // The set's overrides, then its model's, then its rows', then `extra`, then the user's.
+        std::vector<std::string> sets = ctx.overrides;
+        if (model_ctx != ctx.models.end()) {
+            if (!model_ctx->second.unsupported.empty()) return InputError{"", "", model_ctx->second.unsupported};
+            sets.insert(sets.end(), model_overrides.begin(), model_overrides.end());
+        }
+        for (const RowContext& rc : ctx.rows)
+            if (std::all_of(rc.where.begin(), rc.where.end(), [&](const auto& w) { return field(row, w.first.c_str()) == w.second; }))
+                sets.insert(sets.end(), rc.overrides.begin(), rc.overrides.end());
+        sets.insert(sets.end(), extra.begin(), extra.end());
+        sets.insert(sets.end(), user_sets.begin(), user_sets.end());
+        Expected<Json> doc = row_scenario(row);
+        if (doc) doc = apply_overrides(std::move(doc).value(), sets);
+        if (!doc) return doc.error();
+        return build_scenario(doc.value(), training ? Purpose::train : Purpose::infer);
+    };
     Expected<size_t> rows = for_each_csv_row(csv_text, kDatasetLimits, printable(dataset), [&](const CsvRow& row) {
         const std::string& id = field(row, "id");
         const std::string shown_id = printable(id, 200);  // a skipped row is one line of text, whatever its cell holds
         const bool training = is_training_row(row);
         if (const std::string missing = unpublished_inputs(row); !missing.empty()) {
             rep.skipped.push_back(shown_id + ": " + missing);
+            if (training && missing == "recompute unpublished") bracket(rep, row, dataset, build);
             return;
         }
-        const auto model_ctx = ctx.models.find(field(row, "model"));
-        const std::vector<std::string> no_overrides;
-        const std::vector<std::string>& model_overrides = model_ctx != ctx.models.end() ? model_ctx->second.overrides : no_overrides;
-        if (const auto why = training ? std::nullopt : unmodelled(row, model_overrides)) {
-            rep.skipped.push_back(shown_id + ": " + *why);
-            return;
-        }
-        // The set's overrides, then its model's, then the user's: the user's word is last.
-        std::vector<std::string> sets = ctx.overrides;
-        if (auto m = ctx.models.find(field(row, "model")); m != ctx.models.end()) {
-            if (!m->second.unsupported.empty()) {
-                rep.skipped.push_back(shown_id + ": " + m->second.unsupported);
-                return;
-            }
-            sets.insert(sets.end(), m->second.overrides.begin(), m->second.overrides.end());
-        }
-        for (const RowContext& rc : ctx.rows)
-            if (std::all_of(rc.where.begin(), rc.where.end(), [&](const auto& w) { return field(row, w.first.c_str()) == w.second; }))
-                sets.insert(sets.end(), rc.overrides.begin(), rc.overrides.end());
-        sets.insert(sets.end(), user_sets.begin(), user_sets.end());
-        Expected<Json> doc = row_scenario(row);
-        if (doc) doc = apply_overrides(std::move(doc).value(), sets);
-        if (!doc) {
-            rep.skipped.push_back(shown_id + ": " + doc.error().message());
-            return;
-        }
-        Expected<Scenario> s = build_scenario(doc.value(), training ? Purpose::train : Purpose::infer);
+        Expected<Scenario> s = build(row, {});
         if (!s) {
-            rep.skipped.push_back(shown_id + ": " + s.error().message());
+            // A reason of the context's (no field to name) stands alone.
+            rep.skipped.push_back(shown_id + ": " + (s.error().path.empty() ? s.error().allowed : s.error().message()));
             return;
         }
         const Measure how = inference_measure(row);
@@ -431,6 +458,7 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         }
         all.cases.insert(all.cases.end(), r->cases.begin(), r->cases.end());
         all.skipped.insert(all.skipped.end(), r->skipped.begin(), r->skipped.end());
+        all.bracketed.insert(all.bracketed.end(), r->bracketed.begin(), r->bracketed.end());
         all.contexts.insert(all.contexts.end(), r->contexts.begin(), r->contexts.end());
         all.rows += r->rows;
     }

@@ -1,5 +1,6 @@
 #pragma once
 // `scalemodel validate`: every row of a measured data set rebuilt as a scenario and predicted.
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,8 +71,21 @@ struct DatasetContext {
     std::vector<RowContext> rows;                // applied after the model's, in order
 };
 
+// A training row whose one unpublished input is the recompute mode: skipped (never in the means),
+// but predicted under each mode Megatron offers, so its measured step can be placed between them.
+struct BracketCase {
+    std::string id;
+    std::string dataset;
+    std::string layout;
+    std::string family;
+    std::string precision;
+    double measured = 0;
+    std::array<double, 3> predicted{};  // recompute none, selective, full
+};
+
 struct ValidationReport {
     std::vector<ValidationCase> cases;
+    std::vector<BracketCase> bracketed;  // a subset of `skipped`
     std::vector<std::string> skipped;  // "id: reason"
     std::vector<DatasetContext> contexts;
     size_t rows = 0;  // data rows read, evaluated or skipped
