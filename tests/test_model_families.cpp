@@ -223,6 +223,15 @@ TEST(ModelFamilies, MlaWithAOneWideQueryLatent) {
     EXPECT_DOUBLE_EQ(two.comms[0].bytes, 32.0 * 21 * 2);
 }
 
+TEST(ModelFamilies, MlaWithoutAQueryLatent) {
+    // q_lora_rank 0 (DeepSeek-V2-Lite): the query is projected straight from the block input,
+    // 64 x 4 x 12 = 3,072 weights in place of q_down and q_up; kv_down 1,280, kv_up 1,024, out
+    // 2,048: 7,424; only the K/V latent's norm (16); block norms 128; SwiGLU 24,576. Block: 32,144.
+    ModelSpec m = tiny_mla();
+    m.mla.q_lora_rank = 0;
+    EXPECT_DOUBLE_EQ(count_params(m).layer[0].total, 7424.0 + 16 + 128 + 24576);
+}
+
 TEST(ModelFamilies, MlaActivationsKeptForBackward) {
     // T = 32, bf16, tp 1, no recompute. kv_down keeps the block input (32 x 64 x 2 = 4096);
     // q_up and kv_up their latents (32 x 32 x 2 = 2048, 32 x 16 x 2 = 1024); the attention Q, K

@@ -665,6 +665,8 @@ TEST(Study, PointsAreDealtToRanksEvenly) {
         EXPECT_LE(even, 300) << r;
     }
     EXPECT_TRUE(points_of_rank(0, 0, 2).empty());
+    // No ranks reported (a zero from a broken launcher) counts as one: every point, in order.
+    EXPECT_EQ(points_of_rank(5, 0, 0), (std::vector<size_t>{0, 1, 2, 3, 4}));
 }
 
 TEST(Study, PointsSplitOverRanksComeBackInOrder) {

@@ -2,6 +2,7 @@
 // the vit-era5 preset, against hand-computed parameters, FLOP and bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "hardware/cost.hpp"
@@ -43,6 +44,20 @@ LayerShape shape(double batch, double s, int64_t tp, bool sp) {
     x.tp = tp;
     x.sequence_parallel = sp;
     return x;
+}
+
+TEST(Vit, DropoutWithoutAPositionTableIsItsOwnKernel) {
+    // No position table to add (RoPE, ALiBi) and dropout on: the patch embedding's output passes
+    // one dropout kernel, read and written: 2 x 32 tokens x 64 x 2 bytes = 8,192 bytes.
+    ModelSpec m = tiny_vit();
+    m.position = PositionKind::rope;
+    m.dropout = true;
+    LayerShape s = shape(1, 32, 1, false);
+    s.act_bytes = 2;
+    const LayerOps e = embedding_ops(m, s);
+    const auto it = std::find_if(e.ops.begin(), e.ops.end(), [](const Op& o) { return o.name == "embed_dropout"; });
+    ASSERT_NE(it, e.ops.end());
+    EXPECT_DOUBLE_EQ(it->bytes, 8192.0);
 }
 
 const Op* find_op(const LayerOps& ops, std::string_view name) {
