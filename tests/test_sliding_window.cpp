@@ -43,11 +43,12 @@ TEST(SlidingWindow, WindowedShareFollowsThePattern) {
     EXPECT_EQ(windowed_layer_share(windowed(4, 128, 1)), 0.0);     // every layer full
 }
 
-const Op& attention_of(const LayerOps& ops) {
+// A copy: callers pass op lists that are temporaries.
+Op attention_of(const LayerOps& ops) {
     for (const Op& op : ops.ops)
         if (op.kind == OpKind::attention) return op;
     ADD_FAILURE() << "no attention op";
-    return ops.ops.front();
+    return {};
 }
 
 LayerShape shape(double q_len, double kv_len, double causal_fraction) {
