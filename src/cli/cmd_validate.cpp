@@ -54,18 +54,29 @@ std::vector<ValidationCase> worst_rows(std::vector<ValidationCase> cases, size_t
 
 // Where a bracketed row's measured step lies against its predictions under recompute none,
 // selective and full, and the smallest |error| any of the three gives (a lower bound on the
-// model's error for that row, whatever mode ran).
-std::string bracket_position(const BracketCase& b) {
-    if (b.measured < b.predicted[0]) return "faster than every mode";
-    if (b.measured <= b.predicted[1]) return "between none and selective";
-    if (b.measured <= b.predicted[2]) return "between selective and full";
-    return "slower than every mode";
+// model's error for that row, whatever mode ran; 0 between two modes, where one could match).
+enum class Bracket { faster, none_selective, selective_full, slower };
+Bracket bracket_of(const BracketCase& b) {
+    if (b.measured < b.predicted[0]) return Bracket::faster;
+    if (b.measured <= b.predicted[1]) return Bracket::none_selective;
+    if (b.measured <= b.predicted[2]) return Bracket::selective_full;
+    return Bracket::slower;
+}
+std::string_view to_string(Bracket k) {
+    switch (k) {
+        case Bracket::faster: return "faster than every mode";
+        case Bracket::none_selective: return "between none and selective";
+        case Bracket::selective_full: return "between selective and full";
+        case Bracket::slower: return "slower than every mode";
+    }
+    return "";
 }
 double bracket_floor(const BracketCase& b) {
+    const Bracket k = bracket_of(b);
+    if (k != Bracket::faster && k != Bracket::slower) return 0.0;
     double best = std::numeric_limits<double>::infinity();
     for (double p : b.predicted) best = std::min(best, std::fabs(p - b.measured) / b.measured);
-    // Between two modes some mode in between could match: no floor.
-    return b.measured >= b.predicted[0] && b.measured <= b.predicted[2] ? 0.0 : best;
+    return best;
 }
 
 Json report_json(const ValidationReport& rep) {
@@ -88,7 +99,7 @@ Json report_json(const ValidationReport& rep) {
                              {"dataset", b.dataset},
                              {"measured", b.measured},
                              {"predicted", {{"none", b.predicted[0]}, {"selective", b.predicted[1]}, {"full", b.predicted[2]}}},
-                             {"position", bracket_position(b)},
+                             {"position", to_string(bracket_of(b))},
                              {"min_abs_error", bracket_floor(b)}});
     return Json{{"cases", cases}, {"summary", summary_json(summarize(rep.cases))}, {"groups", groups},
                 {"regimes", regimes}, {"skipped", rep.skipped}, {"bracketed", bracketed}};
@@ -103,7 +114,6 @@ std::string report_csv(const ValidationReport& rep) {
 }
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
-
 
 std::string report_text(const ValidationReport& rep, bool markdown) {
     std::string o;
@@ -171,8 +181,8 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
                 size_t below = 0, above = 0;
                 double floor = 0;
                 for (const BracketCase* b : bs) {
-                    below += b->measured < b->predicted[0];
-                    above += b->measured > b->predicted[2];
+                    below += bracket_of(*b) == Bracket::faster;
+                    above += bracket_of(*b) == Bracket::slower;
                     floor += bracket_floor(*b);
                 }
                 o += fmt::format("| {} | {} | {} | {} | {} | {:.1f}% |\n", name, bs.size(), below, bs.size() - below - above, above,
@@ -182,7 +192,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
                  "|---|---|---:|---:|---:|---:|---|---:|\n";
             for (const BracketCase& b : rep.bracketed)
                 o += fmt::format("| {} | {} | {:.4g} s | {:.4g} s | {:.4g} s | {:.4g} s | {} | {:.1f}% |\n", printable(b.id), b.layout,
-                                 b.measured, b.predicted[0], b.predicted[1], b.predicted[2], bracket_position(b),
+                                 b.measured, b.predicted[0], b.predicted[1], b.predicted[2], to_string(bracket_of(b)),
                                  100 * bracket_floor(b));
             o += "\n";
         }
@@ -223,7 +233,7 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
     for (const auto& s : rep.skipped) o += "skipped: " + s + "\n";
     for (const BracketCase& b : rep.bracketed)
         o += fmt::format("bracketed: {} measured {:.4g} s; recompute none {:.4g}, selective {:.4g}, full {:.4g} s: {}\n", printable(b.id),
-                         b.measured, b.predicted[0], b.predicted[1], b.predicted[2], bracket_position(b));
+                         b.measured, b.predicted[0], b.predicted[1], b.predicted[2], to_string(bracket_of(b)));
     return o;
 }
 
