@@ -293,12 +293,13 @@ figure kv_cache_bytes "$(awk -v g=$GIB 'BEGIN { print 1.41 * g }')" 0.005
 figure peak_bytes_per_gpu "$(awk -v g=$GIB 'BEGIN { print 35.37 * g }')"
 good search "$ex/search-gpt3-175b.json" --gpus 1024 --top 1 --format json
 # Rank orders and context-parallel kinds in the space (issue 11): 382,440 candidates before;
-# SUMMA grids of every tp (parallel.tp_rows): 2,786,832 before.
-figure candidates 8150208 0
-figure evaluated 2529072 0
-figure feasible 1539653 0
-figure memory 1573560 0
-figure network_domain 4047576 0
+# SUMMA grids of every tp (parallel.tp_rows): 2,786,832 before; Megatron-Bridge's fill split of
+# interleavings no other split cuts (pp 4 x vp 5: 19 chunks of 5 and one of 1): 8,150,208 before.
+figure candidates 9027216 0
+figure evaluated 2718696 0
+figure feasible 1664636 0
+figure memory 1774944 0
+figure network_domain 4533576 0
 figure step_time_s 16.728
 # Disaggregated pools: finite JSON with the pairing's keys, and the text's comparison line.
 WANT='"kv_transfer_s"' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --ttft-ms 2000 --tpot-ms 50 --disaggregated --format json

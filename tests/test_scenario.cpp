@@ -397,7 +397,10 @@ TEST(Scenario, DivisibilityRules) {
     const InputError pp = set_error("parallel.pp=100");
     EXPECT_EQ(pp.path, "parallel.pp");                              // layers by pp*vp
     EXPECT_TRUE(contains(pp.message(), "80 layers")) << pp.message();
-    EXPECT_EQ(error_of(kBase, {"parallel.pp=4", "parallel.vp=3"}).path, "parallel.pp");
+    // pp 4 x vp 3 runs under fill (11 chunks of 7, the last 3); pp 4 x vp 7 has no cut (28 chunks:
+    // 27 x 3 = 81 layers leave the last none, and neither 80 nor 82 divides by 28).
+    EXPECT_TRUE(load(kBase, {"parallel.pp=4", "parallel.vp=3"}).ok());
+    EXPECT_EQ(error_of(kBase, {"parallel.pp=4", "parallel.vp=7"}).path, "parallel.pp");
     EXPECT_EQ(set_error("parallel.vp=2").path, "parallel.vp");      // interleaving needs pp > 1
     EXPECT_EQ(error_of(kBase, {"parallel.dp=4", "training.global_batch=6"}).path, "training.global_batch");
     EXPECT_EQ(error_of(kBase, {"parallel.microbatch=4", "training.global_batch=6"}).path, "training.global_batch");

@@ -377,6 +377,21 @@ TEST(Search, ProgressEndsWithTheFinalCounts) {
     EXPECT_GE(last.elapsed_s, 0.0);
 }
 
+// A held pipeline layout holds pp x vp to its stage count: Llama 2 7B as "Et*24|t*8L" (two stages)
+// on 8 GPUs searches pp 2, vp 1 only, and every answer keeps the listed cut.
+TEST(Search, HeldPipelineLayoutKeepsItsStages) {
+    const Json doc = doc_of(R"({"model": {"preset": "llama2-7b"}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"pipeline_layout": "Et*24|t*8L"}, "training": {"global_batch": 64}})");
+    const SearchResult r = run_search(doc, 8, Objective::step_time, false, 2, 50);
+    ASSERT_FALSE(r.best.empty());
+    for (const SearchHit& h : r.best) {
+        EXPECT_EQ(h.layout.pp, 2);
+        EXPECT_EQ(h.layout.vp, 1);
+        EXPECT_EQ(h.layout.split, PipelineSplit::layout);
+        EXPECT_EQ(h.layout.layout, (std::vector<int32_t>{24, 8}));
+    }
+}
+
 TEST(Search, NoValidLayoutGivesNoCandidates) {
     const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
     SearchOptions o;

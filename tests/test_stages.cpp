@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/report.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -383,6 +384,109 @@ TEST(Stages, PublishedUnevenLayoutsRunAndImpossibleOnesAreRefused) {
     std::string both = ok;
     both.replace(both.find("\"recompute\""), 0, "\"pipeline_split\": \"embedding_loss\", ");
     EXPECT_NE(refusal(both).find("parallel.pipeline_split"), std::string::npos);
+}
+
+// Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek/deepseek_v3.py): 61 layers on pp 4 x vp 4
+// are "E t*4 | (t*4|)*14 | t m L": 15 chunks of 4 and a last chunk of 1, so GPU 3 (chunks 3, 7, 11,
+// 15) holds 4 + 4 + 4 + 1 = 13 and the last chunk starts at 15 x 4 = 60. pp 4 x vp 2 is
+// "E t*8 | (t*8|)*6 | t*5 m L" (last chunk 61 - 56 = 5); pp 8 x vp 1 the same 8 x 7 + 5. `auto`
+// takes fill where nothing else cuts an interleaving; 10 layers on 8 chunks (ceil 2, 7 x 2 = 14)
+// leave nothing for the last chunk and stay refused.
+TEST(Stages, FillSplitIsBridgesDeepSeekLayout) {
+    const StageSplit s = split_of(61, cut(4, 4, PipelineSplit::fill));
+    for (int64_t j = 0; j < 15; ++j) EXPECT_EQ(s.chunk_layers(j), 4) << j;
+    EXPECT_EQ(s.chunk_layers(15), 1);
+    EXPECT_EQ(s.chunk_begin(15), 60);
+    EXPECT_EQ(s.chunk_begin(7), 28);
+    EXPECT_EQ(s.gpu_layers(0), 16);
+    EXPECT_EQ(s.gpu_layers(3), 13);
+    const StageSplit two = split_of(61, cut(4, 2, PipelineSplit::fill));
+    EXPECT_EQ(two.chunk_layers(7), 5);
+    EXPECT_EQ(two.gpu_layers(3), 13);
+    EXPECT_EQ(two.gpu_layers(2), 16);
+    EXPECT_EQ(default_split(61, cut(4, 4, PipelineSplit::even)), PipelineSplit::fill);
+    EXPECT_EQ(default_split(61, cut(8, 2, PipelineSplit::even)), PipelineSplit::fill);
+    EXPECT_EQ(default_split(61, cut(8, 1, PipelineSplit::even)), PipelineSplit::uniform);  // vp 1 keeps DeepSpeed's
+    EXPECT_EQ(default_split(10, cut(4, 2, PipelineSplit::even)), PipelineSplit::even);     // the refusal
+    EXPECT_FALSE(split_layers(10, cut(4, 2, PipelineSplit::fill)).ok());
+    EXPECT_FALSE(split_layers(5, cut(4, 2, PipelineSplit::fill)).ok());  // fewer layers than chunks
+}
+
+// Megatron-Core's layout strings, unrolled as parse_str_to_list does: "(group)*n" first, then
+// "x*n", commas dropped. The Megatron docs' DeepSeek-V3 example without its MTP layer,
+// "Et*3|(tt|)*29,|L", is 3 + 29 x 2 = 61 layers on 32 stages, the last two empty (the loss alone).
+TEST(Stages, PipelineLayoutStringsParseAsMegatronReadsThem) {
+    const ParsedLayout bridge = parse_pipeline_layout("Et*4|(t*4|)*14tL");
+    ASSERT_EQ(bridge.problem, "");
+    ASSERT_EQ(bridge.chunks.size(), 16u);
+    EXPECT_EQ(bridge.chunks[0], 4);
+    EXPECT_EQ(bridge.chunks[14], 4);
+    EXPECT_EQ(bridge.chunks[15], 1);
+    const ParsedLayout docs = parse_pipeline_layout("Et*3|(tt|)*29,|L");
+    ASSERT_EQ(docs.problem, "");
+    ASSERT_EQ(docs.chunks.size(), 32u);
+    EXPECT_EQ(docs.chunks[0], 3);
+    EXPECT_EQ(docs.chunks[29], 2);
+    EXPECT_EQ(docs.chunks[30], 0);
+    EXPECT_EQ(docs.chunks[31], 0);
+    EXPECT_EQ(parse_pipeline_layout("E tt | t, tL").chunks, (std::vector<int32_t>{2, 2}));
+    // The canonical spelling reads back to the same chunks.
+    EXPECT_EQ(layout_text({4, 0, 1}), "Et*4||tL");
+    EXPECT_EQ(parse_pipeline_layout(layout_text(bridge.chunks)).chunks, bridge.chunks);
+    // Refused: no loss, a second embedding, the embedding or loss off its end, MTP, a stray
+    // character, a repetition past a million characters.
+    for (const char* bad : {"Et*4|t*4", "Et|EtL", "t|EtL", "EtL|t", "Et*4|t*4mL", "Et*4|t*4xL", "E(t|)*2000000L",
+                            "Et*99999999L", "((t|)*2)*2EL"})
+        EXPECT_NE(parse_pipeline_layout(bad).problem, "") << bad;
+    // As a split: the listed chunks, checked against pp x vp and the model's layers.
+    ParallelConfig p = cut(4, 4, PipelineSplit::layout);
+    p.layout = bridge.chunks;
+    const StageSplit s = split_of(61, p);
+    EXPECT_EQ(s.gpu_layers(3), 13);
+    EXPECT_EQ(s.gpu_layers(1), 16);
+    EXPECT_EQ(s.chunk_begin(15), 60);
+    EXPECT_EQ(s.chunk_begin(5), 20);
+    EXPECT_FALSE(split_layers(62, p).ok());               // 61 t's for 62 layers
+    EXPECT_FALSE(split_layers(61, cut(4, 2, PipelineSplit::layout)).ok());  // no chunks listed for 8
+    p.vp = 2;
+    EXPECT_FALSE(split_layers(61, p).ok());  // 16 stages on 8 chunks
+}
+
+// A listed layout sets each GPU's load: Llama 2 7B's 32 layers on pp 2 as 24 + 8 make GPU 0 the
+// slowest, as 8 + 24 GPU 1, and either is slower than the even 16 + 16 (the schedule runs at the
+// slowest GPU). GPU 0's weights: 24 layers of 202 M parameters and the 131 M embedding against 16
+// layers and the embedding, 1.48x.
+TEST(Stages, PipelineLayoutSetsEachGpusLoad) {
+    const std::string base = R"({"model": {"preset": "llama2-7b"}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"tp": 1, "pp": 2, "dp": 4, LAYOUT}, "training": {"global_batch": 64}})";
+    auto with = [&](const std::string& layout) {
+        std::string j = base;
+        j.replace(j.find("LAYOUT"), 6, layout);
+        return j;
+    };
+    const Scenario front = testing::scenario(with(R"("pipeline_layout": "Et*24|t*8L")"));
+    const Scenario back = testing::scenario(with(R"("pipeline_layout": "Et*8|t*24L")"));
+    const Scenario even = testing::scenario(with(R"("pipeline_split": "even")"));
+    EXPECT_EQ(front.parallel.split, PipelineSplit::layout);
+    const TrainResult f = evaluate_training({front.model, front.system, front.training}, front.parallel);
+    const TrainResult b = evaluate_training({back.model, back.system, back.training}, back.parallel);
+    const TrainResult e = evaluate_training({even.model, even.system, even.training}, even.parallel);
+    EXPECT_EQ(f.slowest_stage, 0);
+    EXPECT_EQ(b.slowest_stage, 1);
+    EXPECT_GT(f.step_time_s, e.step_time_s);
+    EXPECT_GT(b.step_time_s, e.step_time_s);
+    EXPECT_GT(f.memory.weights_bytes, 1.4 * e.memory.weights_bytes);
+    // Every GPU is looked at, not only the ends and the first middle one: on pp 4 the third holds most.
+    std::string four = with(R"("pipeline_layout": "Et*6|t*6|t*14|t*6L")");
+    four.replace(four.find("\"pp\": 2, \"dp\": 4"), 16, "\"pp\": 4, \"dp\": 2");
+    const Scenario third = testing::scenario(four);
+    EXPECT_EQ(evaluate_training({third.model, third.system, third.training}, third.parallel).slowest_stage, 2);
+    // The report spells the layout back; what no framework runs is refused, naming the field.
+    EXPECT_EQ(parallel_json(front.parallel)["pipeline_layout"], "Et*24|t*8L");
+    for (const char* bad : {R"("pipeline_layout": "Et*24|t*7L")", R"("pipeline_layout": "Et*16|t*8|t*8L")",
+                            R"("pipeline_layout": "Et*16|t*16mL")", R"("pipeline_layout": "Et*16|t*16L", "pipeline_split": "even")",
+                            R"("pipeline_layout": "Et*16|t*16L", "first_stage_layers": 16)"})
+        EXPECT_NE(refusal(with(bad)).find("parallel.pipeline_layout"), std::string::npos) << bad;
 }
 
 // Properties on published models. More pipeline stages never raise the peak: a stage's weights

@@ -8,6 +8,7 @@
 #include "io/csv.hpp"
 #include "io/energy_report.hpp"
 #include "io/provenance.hpp"
+#include "parallel/pipeline_split.hpp"
 
 namespace sm {
 
@@ -60,6 +61,8 @@ Json parallel_json(const ParallelConfig& p) {
     if (p.split == PipelineSplit::first_last) {
         j["first_stage_layers"] = p.first_stage_layers;
         j["last_stage_layers"] = p.last_stage_layers;
+    } else if (p.split == PipelineSplit::layout) {
+        j["pipeline_layout"] = layout_text(p.layout);
     } else {
         j["pipeline_split"] = to_string(p.split);
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "hardware/cost.hpp"
 #include "hardware/energy.hpp"
@@ -456,7 +457,8 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     static const char* const keys[] = {"tp", "tp_rows", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero",
-                                       "recompute", "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind"};
+                                       "recompute", "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind",
+                                       "pipeline_layout"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
     ParallelConfig p;
@@ -475,13 +477,21 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
         if (off == to_string(o)) p.offload = o;
     // "auto" (the default) is resolved against the model in resolve_pipeline_split; a named split
     // is held by the search.
-    const std::string split = r.choice("pipeline_split", "auto", {"auto", "even", "embedding_loss", "embedding", "loss", "uniform"});
+    const std::string split =
+        r.choice("pipeline_split", "auto", {"auto", "even", "embedding_loss", "embedding", "loss", "uniform", "fill"});
     for (PipelineSplit ps : {PipelineSplit::even, PipelineSplit::embedding_loss, PipelineSplit::embedding, PipelineSplit::loss,
-                             PipelineSplit::uniform})
+                             PipelineSplit::uniform, PipelineSplit::fill})
         if (split == to_string(ps)) {
             p.split = ps;
             given.insert("pipeline_split");
         }
+    if (r.has("pipeline_layout")) {
+        const std::string text = r.text("pipeline_layout", std::nullopt);
+        ParsedLayout parsed = parse_pipeline_layout(text);
+        if (!parsed.problem.empty())
+            fail(r.path_of("pipeline_layout"), fmt::format("\"{}\"", text.substr(0, 80)), parsed.problem);
+        p.layout = std::move(parsed.chunks);
+    }
     const std::string order = r.choice("order", "tp-cp-dp-pp", {"tp-cp-dp-pp", "tp-dp-cp-pp", "cp-tp-dp-pp", "cp-dp-tp-pp",
                                                                  "dp-tp-cp-pp", "dp-cp-tp-pp"});
     for (RankOrder o : kRankOrders)
@@ -583,7 +593,13 @@ void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
 // which Megatron refuses to combine with the embedding/loss accounting (and so do we).
 void resolve_pipeline_split(Scenario& s) {
     ParallelConfig& p = s.parallel;
-    if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    if (!p.layout.empty()) {
+        if (s.parallel_given.count("pipeline_split") || p.first_stage_layers > 0 || p.last_stage_layers > 0)
+            fail("parallel.pipeline_layout", fmt::format("\"{}\"", layout_text(p.layout).substr(0, 80)),
+                 "alone: it says every stage's layers, so parallel.pipeline_split, first_stage_layers and last_stage_layers "
+                 "stay out");
+        p.split = PipelineSplit::layout;
+    } else if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
         if (s.parallel_given.count("pipeline_split"))
             fail("parallel.pipeline_split", fmt::format("\"{}\"", to_string(p.split)),
                  "\"auto\" (or left out) when parallel.first_stage_layers or last_stage_layers is set");
@@ -600,6 +616,11 @@ void check_pipeline_split(const ModelSpec& m, const ParallelConfig& p) {
         fail(p.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
              fmt::format("first {} / last {} of {} layers on pp {} vp {}", p.first_stage_layers, p.last_stage_layers, m.layers,
                          p.pp, p.vp),
+             cut.problem);
+    if (p.split == PipelineSplit::layout)
+        fail("parallel.pipeline_layout",
+             fmt::format("{} stages, {} layers on pp {} x vp {} of {} layers", p.layout.size(),
+                         std::accumulate(p.layout.begin(), p.layout.end(), int64_t{0}), p.pp, p.vp, m.layers),
              cut.problem);
     if (p.split == PipelineSplit::uniform && p.vp > 1) fail("parallel.vp", std::to_string(p.vp), cut.problem);
     fail("parallel.pp", fmt::format("pp*vp = {} ({} split, {} layers)", p.pp * p.vp, to_string(p.split), m.layers),

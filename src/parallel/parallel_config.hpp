@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace sm {
 
@@ -36,8 +37,9 @@ constexpr std::string_view to_string(Offload o) {
 }
 
 // How layers are cut into pipeline stages (parallel/pipeline_split.hpp says what each does).
-// first_last is implied by parallel.first_stage_layers / last_stage_layers, never spelled.
-enum class PipelineSplit { even, embedding_loss, embedding, loss, uniform, first_last };
+// first_last is implied by parallel.first_stage_layers / last_stage_layers and layout by
+// parallel.pipeline_layout (or `auto` on an interleaving nothing else cuts); never spelled.
+enum class PipelineSplit { even, embedding_loss, embedding, loss, uniform, fill, first_last, layout };
 
 constexpr std::string_view to_string(PipelineSplit s) {
     switch (s) {
@@ -46,7 +48,9 @@ constexpr std::string_view to_string(PipelineSplit s) {
         case PipelineSplit::embedding: return "embedding";
         case PipelineSplit::loss: return "loss";
         case PipelineSplit::uniform: return "uniform";
+        case PipelineSplit::fill: return "fill";
         case PipelineSplit::first_last: return "first_last";
+        case PipelineSplit::layout: return "layout";
     }
     return "even";
 }
@@ -115,6 +119,9 @@ struct ParallelConfig {
     CpKind cp_kind = CpKind::ring;
     int64_t first_stage_layers = 0;  // first_last split: 0 = the first GPU is a middle one
     int64_t last_stage_layers = 0;   // first_last split: 0 = the last GPU is a middle one
+    // layout split: the transformer layers of each of the pp*vp chunks, in chunk order
+    // (Megatron-Core's pipeline_model_parallel_layout, unrolled: pipeline_split.hpp).
+    std::vector<int32_t> layout;
 
     [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
     [[nodiscard]] bool summa() const { return tp_rows > 1; }

@@ -1,6 +1,10 @@
 #include "parallel/pipeline_split.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <numeric>
+
+#include <fmt/format.h>
 
 namespace sm {
 
@@ -10,10 +14,13 @@ int64_t StageSplit::gpu_chunk(int64_t g) const {
 }
 
 int64_t StageSplit::chunk_layers(int64_t j) const {
-    return gpu_chunk(j % pp) - (embedding_slot && j == 0 ? 1 : 0) - (loss_slot && j == chunks() - 1 ? 1 : 0);
+    if (listed != nullptr) return listed[j];
+    return gpu_chunk(j % pp) - (embedding_slot && j == 0 ? 1 : 0) -
+           ((loss_slot ? 1 : 0) + short_last) * (j == chunks() - 1 ? 1 : 0);
 }
 
 int64_t StageSplit::chunk_begin(int64_t j) const {
+    if (listed != nullptr) return std::accumulate(listed, listed + j, int64_t{0});
     const int64_t v = j / pp, r = j % pp;
     // One round of chunks (one per GPU), then the GPUs before r in this round.
     const int64_t round = pp == 1 ? first : first + (pp - 2) * middle + last + extra;
@@ -22,7 +29,12 @@ int64_t StageSplit::chunk_begin(int64_t j) const {
 }
 
 int64_t StageSplit::gpu_layers(int64_t g) const {
-    return vp * gpu_chunk(g) - (embedding_slot && g == 0 ? 1 : 0) - (loss_slot && g == pp - 1 ? 1 : 0);
+    if (listed != nullptr) {
+        int64_t n = 0;
+        for (int64_t v = 0; v < vp; ++v) n += listed[g + v * pp];
+        return n;
+    }
+    return vp * gpu_chunk(g) - (embedding_slot && g == 0 ? 1 : 0) - ((loss_slot ? 1 : 0) + short_last) * (g == pp - 1 ? 1 : 0);
 }
 
 SplitOutcome split_layers(int64_t layers, const ParallelConfig& p) {
@@ -36,7 +48,8 @@ SplitOutcome split_layers(int64_t layers, const ParallelConfig& p) {
         case PipelineSplit::even:
             if (layers % n != 0)
                 out.problem = "must divide model.layers (or model.layers + 2 with parallel.pipeline_split "
-                              "\"embedding_loss\", Megatron's accounting)";
+                              "\"embedding_loss\", Megatron's accounting; or leave the last chunk a layer under \"fill\"); "
+                              "parallel.pipeline_layout lists any cut";
             else
                 even(layers / n);
             break;
@@ -63,6 +76,27 @@ SplitOutcome split_layers(int64_t layers, const ParallelConfig& p) {
                 s.extra = layers % s.pp;
             }
             break;
+        case PipelineSplit::fill: {
+            const int64_t per = (layers + n - 1) / n;
+            if (layers < n || per * (n - 1) >= layers)
+                out.problem = "fill: ceil(layers / (pp*vp)) layers on every chunk but the last must leave the last at least one";
+            else {
+                even(per);
+                s.short_last = per * n - layers;
+            }
+            break;
+        }
+        case PipelineSplit::layout: {
+            int64_t total = 0;
+            for (int32_t c : p.layout) total += c;
+            if (static_cast<int64_t>(p.layout.size()) != n)
+                out.problem = "the pipeline layout's stages (separated by |) must number pp*vp";
+            else if (total != layers)
+                out.problem = "the pipeline layout's transformer layers (t) must number model.layers";
+            else
+                s.listed = p.layout.data();
+            break;
+        }
         case PipelineSplit::first_last: {
             const int64_t f = p.first_stage_layers, l = p.last_stage_layers;
             const int64_t mid_layers = layers - f - l;
@@ -91,7 +125,98 @@ PipelineSplit default_split(int64_t layers, const ParallelConfig& p) {
     const int64_t n = p.pp * (p.pp > 1 ? p.vp : 1);
     if (layers % n == 0) return PipelineSplit::even;
     if ((layers + 2) % n == 0) return PipelineSplit::embedding_loss;
-    return p.vp > 1 && p.pp > 1 ? PipelineSplit::even : PipelineSplit::uniform;  // even: the error that says most
+    if (p.vp > 1 && p.pp > 1) {
+        const int64_t per = (layers + n - 1) / n;
+        return layers >= n && per * (n - 1) < layers ? PipelineSplit::fill : PipelineSplit::even;  // even: the error that says most
+    }
+    return PipelineSplit::uniform;
+}
+
+namespace {
+
+// One pass of Megatron's unrolling, for "(group)*n" (group: no ')') or "x*n": the text with each
+// repetition written out, or nullopt past `limit` characters.
+std::optional<std::string> unroll(std::string_view in, bool groups, size_t limit) {
+    std::string out;
+    size_t i = 0;
+    while (i < in.size()) {
+        size_t body_begin = i, body_end = i + 1, star = i + 1;
+        if (groups) {
+            const size_t close = in[i] == '(' ? in.find(')', i + 1) : std::string_view::npos;
+            if (close == std::string_view::npos || close == i + 1) {
+                out += in[i++];
+                continue;
+            }
+            body_begin = i + 1;
+            body_end = close;
+            star = close + 1;
+        }
+        size_t k = star + 1;
+        int64_t times = 0;
+        while (k < in.size() && std::isdigit(static_cast<unsigned char>(in[k])) != 0 && times <= 1000000)
+            times = times * 10 + (in[k++] - '0');
+        if (star >= in.size() || in[star] != '*' || k == star + 1) {
+            out += in[i++];
+            continue;
+        }
+        const std::string_view body = in.substr(body_begin, body_end - body_begin);
+        if (times > 1000000 || out.size() + body.size() * static_cast<size_t>(times) > limit) return std::nullopt;
+        for (int64_t t = 0; t < times; ++t) out += body;
+        i = k;
+    }
+    return out;
+}
+
+}  // namespace
+
+ParsedLayout parse_pipeline_layout(std::string_view text) {
+    constexpr size_t kLimit = 1000000;  // characters unrolled: far beyond any cluster's layers
+    ParsedLayout r;
+    std::string t;
+    for (char c : text)
+        if (c != ',' && std::isspace(static_cast<unsigned char>(c)) == 0) t += c;
+    std::optional<std::string> u = unroll(t, true, kLimit);
+    if (u) u = unroll(*u, false, kLimit);
+    if (!u) {
+        r.problem = fmt::format("unrolls to more than {} characters", kLimit);
+        return r;
+    }
+    int64_t embeddings = 0, losses = 0, stage = 0;
+    r.chunks.push_back(0);
+    for (char c : *u) {
+        switch (c) {
+            case '|': r.chunks.push_back(0); ++stage; break;
+            case 't': ++r.chunks.back(); break;
+            case 'E':
+                if (stage != 0 || ++embeddings > 1) r.problem = "the embedding (E) must be once, in the first stage";
+                break;
+            case 'L': ++losses; break;
+            case 'm': r.problem = "a multi-token-prediction layer (m) is not modelled: leave it out"; break;
+            default:
+                r.problem = fmt::format("'{}' is not a layer: t (transformer), E (embedding), L (loss), | between stages, "
+                                        "(group)*n and x*n to repeat",
+                                        c);
+        }
+        if (!r.problem.empty()) return r;
+    }
+    const size_t last_bar = u->rfind('|');
+    if (embeddings != 1)
+        r.problem = "the embedding (E) must be once, in the first stage";
+    else if (losses != 1 || (last_bar != std::string::npos && u->find('L') < last_bar))
+        r.problem = "the loss (L) must be once, in the last stage";
+    return r;
+}
+
+std::string layout_text(const std::vector<int32_t>& chunks) {
+    std::string out;
+    for (size_t j = 0; j < chunks.size(); ++j) {
+        if (j > 0) out += '|';
+        if (j == 0) out += 'E';
+        if (chunks[j] == 1) out += 't';
+        else if (chunks[j] > 1) out += fmt::format("t*{}", chunks[j]);
+        if (j + 1 == chunks.size()) out += 'L';
+    }
+    return out;
 }
 
 StageLoad stage_load(const ModelSpec& m, const StageSplit& s, int64_t gpu) {

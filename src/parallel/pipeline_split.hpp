@@ -17,10 +17,18 @@
 //   over the middle GPUs; with vp each count divides by vp (one share per chunk).
 // - uniform: DeepSpeed's PipelineModule partition_method "uniform" (ds_utils.partition_uniform):
 //   no interleaving; the first (layers mod pp) stages hold one layer more.
+// - fill: every chunk ceil(layers / (pp*vp)) layers, the last chunk what remains (at least one):
+//   the layouts Megatron-Bridge's DeepSeek-V3 recipes give pp x vp of 4x1, 8x1, 16x1, 4x2, 8x2,
+//   4x4 (61 layers on pp 4 x vp 4: 15 chunks of 4, the last 1 beside the loss;
+//   recipes/deepseek/deepseek_v3.py, _get_deepseek_v3_pipeline_layout).
+// - layout: Megatron-Core's pipeline_model_parallel_layout, every chunk's layers spelled out
+//   (parse_pipeline_layout).
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/model_spec.hpp"
 #include "parallel/parallel_config.hpp"
@@ -33,7 +41,9 @@ struct StageSplit {
     int64_t pp = 1, vp = 1;
     int64_t first = 0, middle = 0, last = 0;  // layers per chunk on GPU 0, GPUs 1..pp-2, GPU pp-1
     int64_t extra = 0;                        // uniform: GPUs below `extra` hold one layer more
+    int64_t short_last = 0;                   // fill: the last chunk holds this many layers fewer
     bool embedding_slot = false, loss_slot = false;
+    const int32_t* listed = nullptr;          // layout: every chunk's layers (the config's vector)
 
     [[nodiscard]] int64_t chunks() const { return pp * vp; }
     // Layers per chunk on GPU g before the embedding/loss slots are taken out.
@@ -53,11 +63,26 @@ struct SplitOutcome {
     [[nodiscard]] bool ok() const { return problem == nullptr; }
 };
 
-// Cuts `layers` layers by p.split (and p.first_stage_layers / p.last_stage_layers).
+// Cuts `layers` layers by p.split (and p.first_stage_layers / p.last_stage_layers, p.layout). A
+// layout split's StageSplit points into p.layout: it lives no longer than p.
 SplitOutcome split_layers(int64_t layers, const ParallelConfig& p);
 // The split `auto` stands for: even when pp*vp divides the layers, else Megatron's embedding+loss
-// accounting when it applies, else (vp 1) DeepSpeed's uniform split; p.split itself is ignored.
+// accounting when it applies, else DeepSpeed's uniform split (vp 1) or fill (vp > 1); p.split
+// itself is ignored.
 PipelineSplit default_split(int64_t layers, const ParallelConfig& p);
+
+// Megatron-Core's pipeline_model_parallel_layout string (megatron/core/transformer/
+// pipeline_parallel_layer_layout.py, parse_str_to_list): stages in chunk order separated by '|',
+// 't' a transformer layer, 'E' the embedding (first stage), 'L' the loss and head (last stage);
+// "(group)*n" and "x*n" repeat, commas and blanks are cosmetic. "Et*4|(t*4|)*14tL" is 61 layers
+// on 16 chunks. 'm' (a multi-token-prediction layer) is refused: MTP is not modelled.
+struct ParsedLayout {
+    std::vector<int32_t> chunks;  // transformer layers per stage
+    std::string problem;          // empty when the text is a layout
+};
+ParsedLayout parse_pipeline_layout(std::string_view text);
+// The canonical spelling of a layout: "Et*4|t*4|...|tL" (runs of equal stages not folded).
+std::string layout_text(const std::vector<int32_t>& chunks);
 
 // One GPU's share of the pipeline: its blocks of each kind, summed over its chunks, and the ends
 // of the model it holds.

@@ -117,6 +117,7 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     p.vp = v.vp;
     p.split = v.split;
     p.first_stage_layers = f.first_stage_layers;
+    p.layout = f.layout;
     p.last_stage_layers = f.last_stage_layers;
     set_degrees(p, s);
     p.zero = zero;
@@ -204,6 +205,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                             q.pp = pp;
                             q.vp = vp;
                             q.first_stage_layers = f.first_stage_layers;
+                            q.layout = f.layout;
                             q.last_stage_layers = f.last_stage_layers;
                             q.split = f.split ? *f.split : default_split(m.layers, q);
                             if (split_layers(m.layers, q).ok()) {
@@ -413,6 +415,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     const int64_t gb = c.training.global_batch;
     ParallelConfig p;
     p.first_stage_layers = f.first_stage_layers;
+    p.layout = f.layout;
     p.last_stage_layers = f.last_stage_layers;
     p.sequence_parallel = task.sp;
     p.cp_kind = task.cp_kind;
@@ -539,7 +542,10 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     if (held("cp_kind")) f.cp_kind = p.cp_kind;
     f.offload = p.offload;  // held, given or not: searching it would multiply the space by 4
     if (held("pipeline_split")) f.split = p.split;
-    if (held("first_stage_layers") || held("last_stage_layers")) {
+    if (held("pipeline_layout")) {
+        f.split = PipelineSplit::layout;
+        f.layout = p.layout;
+    } else if (held("first_stage_layers") || held("last_stage_layers")) {
         f.split = PipelineSplit::first_last;
         f.first_stage_layers = p.first_stage_layers;
         f.last_stage_layers = p.last_stage_layers;

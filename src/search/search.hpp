@@ -46,6 +46,7 @@ struct LayoutConstraints {
     // (pp, vp) takes the split `auto` gives it, so the space holds every layout `train` runs.
     std::optional<PipelineSplit> split;
     int64_t first_stage_layers = 0, last_stage_layers = 0;
+    std::vector<int32_t> layout;  // a held parallel.pipeline_layout: only its pp x vp are searched
     bool operator==(const LayoutConstraints&) const = default;
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);

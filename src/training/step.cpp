@@ -214,10 +214,10 @@ PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const St
     s.fullest.params = -1;
     // With one kind of block, GPUs of equal layer count are alike but for the micro-batches in
     // flight, which fall along the pipeline: GPU 0, GPU 1 (the middle ones), uniform's first
-    // shorter stage and the last GPU cover every maximum. Mixed kinds: every GPU.
+    // shorter stage and the last GPU cover every maximum. Mixed kinds or a listed layout: every GPU.
     const bool mixed = pc.layers[idx(LayerKind::dense)] > 0 && pc.layers[idx(LayerKind::moe)] > 0;
     auto next = [&](int64_t g) {
-        if (mixed || g + 1 >= split.pp - 1) return g + 1;
+        if (mixed || split.listed != nullptr || g + 1 >= split.pp - 1) return g + 1;
         if (g == 0) return int64_t{1};
         return split.extra > g ? split.extra : split.pp - 1;
     };
