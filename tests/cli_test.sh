@@ -152,6 +152,14 @@ bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.g
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=9
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=4.5
 bad "parallel.offload" train "$base" --set parallel.offload='"disk"'
+# Megatron-Core's pipeline layout strings and the shared-expert overlap switch (session 14).
+big="$H/../../examples/gpt3-175b-1024xh100.json"
+WANT='layout split' good train "$big" --stages --set parallel.vp=1 --set 'parallel.pipeline_layout=Et*13|(t*12|)*6t*11L'
+WANT='85-95' good train "$big" --stages --set parallel.vp=1 --set 'parallel.pipeline_layout=Et*13|(t*12|)*6t*11L'
+bad "parallel.pipeline_layout" train "$big" --set 'parallel.pipeline_layout=Et*12|t*12m|L'
+bad "parallel.pipeline_layout" train "$big" --set 'parallel.pipeline_layout=Et*12|t*12|t*12|t*12|t*12|t*12|t*12|t*11L'
+bad "parallel.pipeline_layout" train "$big" --set 'parallel.pipeline_layout=(t*99999999)*99999999'
+bad "training.moe_shared_expert_overlap" train "$big" --set training.moe_shared_expert_overlap=maybe
 bad "parallel.offload" train "$base" --set system.preset=mi300x-8 --set parallel.offload='"optimizer"'
 bad "parallel.tp" train "$base" --set parallel.tp=-8
 bad "parallel.tp" train "$base" --set parallel.tp=1e999

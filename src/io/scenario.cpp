@@ -513,6 +513,7 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
     read_spec_fields(r, t, training_fields());
     t.overlap_p2p_comm = r.boolean("overlap_p2p_comm", t.overlap_p2p_comm);
     t.grad_sync_per_chunk = r.boolean("grad_sync_per_chunk", t.grad_sync_per_chunk);
+    t.moe_shared_expert_overlap = r.boolean("moe_shared_expert_overlap", t.moe_shared_expert_overlap);
     const std::string gr = r.choice("grad_reduce", "auto", {"auto", "per_step", "per_microbatch"});
     t.grad_reduce = gr == "per_step" ? GradReduce::per_step : gr == "per_microbatch" ? GradReduce::per_microbatch : GradReduce::automatic;
     if (r.choice("method", "full", {"full", "lora"}) == "lora") {

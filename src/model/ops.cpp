@@ -488,9 +488,12 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
-    if (shared)
+    if (shared) {
+        const size_t first = out.ops.size();
         ffn(out, m, s, d, {"shared_up", "shared_act", "shared_down"}, d.tokens, 1,
             static_cast<double>(m.moe.shared_experts * m.moe.shared_expert_ffn_hidden) / tp, in_saved);
+        for (size_t i = first; i < out.ops.size(); ++i) out.ops[i].shared_expert = true;
+    }
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ struct Op {
     // Runs in the activation format (bf16) even when the other GEMMs run in fp8/fp4: Transformer
     // Engine quantises only the layers built from its modules, and Megatron's output layer is not one.
     bool keep_activation_precision = false;
+    bool shared_expert = false;  // a shared expert's op: what the expert all-to-all can hide behind
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };

@@ -48,6 +48,10 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
             out.attn_fwd_s += c.fwd_s;
             out.attn_bwd_s += c.bwd_s;
         }
+        if (op.shared_expert) {
+            out.shared_fwd_s += c.fwd_s;
+            out.shared_bwd_s += c.bwd_s;
+        }
     }
     b.input_bytes = ops.input_bytes;
     b.transient_bytes = ops.transient_bytes;
@@ -64,7 +68,8 @@ std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const S
 }
 
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
-                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap) {
+                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap,
+                     bool shared_expert_overlap) {
     BlockCost b = compute.cost;
     const double attn_fwd_s = compute.attn_fwd_s, attn_bwd_s = compute.attn_bwd_s;
 
@@ -85,7 +90,9 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         b.work.scale_out_bytes += k.scale_out_bytes * c.count * reps;
         const size_t g = idx(c.group);
         b.comm_link_s[g] += one * reps;
-        if (c.overlappable) {
+        // Megatron's shared-expert overlap: dispatch and combine run while the shared expert computes.
+        const bool beside_shared = shared_expert_overlap && c.group == CommGroup::ep && compute.shared_fwd_s > 0;
+        if (c.overlappable || beside_shared) {
             (c.pass == Pass::fwd ? hidden_fwd : hidden_bwd)[g] += one * reps;
         } else {
             const double hide = c.group == CommGroup::tp ? tp_overlap : 0.0;
@@ -106,9 +113,10 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         for (size_t g = 0; g < kGroups; ++g) {
             const bool cp = g == idx(CommGroup::cp);
             const bool grid = summa && (g == idx(CommGroup::tp) || g == idx(CommGroup::tp_rows));
-            const double window = grid ? (fwd ? gemm_fwd_s : gemm_bwd_s)
-                                  : fwd ? (cp ? attn_fwd_s * fwd_reps : 0.0)
-                                        : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));
+            const double window = g == idx(CommGroup::ep) ? (fwd ? compute.shared_fwd_s * fwd_reps : compute.shared_bwd_s)
+                                  : grid              ? (fwd ? gemm_fwd_s : gemm_bwd_s)
+                                  : fwd               ? (cp ? attn_fwd_s * fwd_reps : 0.0)
+                                                      : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));
             const double e = std::max(0.0, hidden[g] - window);
             // Hidden traffic still takes SMs and HBM bandwidth from the compute it hides behind.
             const double slowdown = sys.eff.overlap_interference * (hidden[g] - e);
@@ -130,9 +138,9 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
 }
 
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
+                     const CommSpans& spans, Recompute recompute, double tp_overlap, bool shared_expert_overlap) {
     return with_comms(cost_block_compute(ops, sys, ctx, recompute), ops.comms, cost_comms(ops.comms, sys, spans), sys, spans,
-                      recompute, tp_overlap);
+                      recompute, tp_overlap, shared_expert_overlap);
 }
 
 }  // namespace sm

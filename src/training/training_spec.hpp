@@ -29,6 +29,10 @@ struct TrainingSpec {
     // compute (Megatron-LM's overlap_p2p_comm, on by default with the interleaved schedule:
     // training/arguments.py --no-overlap-p2p-communication); the fill and drain stay exposed.
     bool overlap_p2p_comm = true;
+    // With shared experts, the expert-parallel all-to-all (dispatch and combine) runs on its own
+    // stream while the shared expert computes (Megatron-Core's moe_shared_expert_overlap; NeMo's
+    // DeepSeek-V3 and Llama 4 configs set it: nemo/collections/llm/gpt/model/deepseek.py, llama.py).
+    bool moe_shared_expert_overlap = true;
     GradReduce grad_reduce = GradReduce::automatic;
     double tp_overlap = 0.0;        // fraction of blocking TP communication hidden (TE userbuffers)
     double pp_overlap = 0.0;        // fraction of pipeline p2p hidden behind compute
