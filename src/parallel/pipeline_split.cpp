@@ -8,6 +8,17 @@
 
 namespace sm {
 
+namespace {
+
+// fill's cut of `layers` over n chunks: ceil(layers / n) on each but the last, which must keep at
+// least one; 0 where it does not.
+int64_t fill_per_chunk(int64_t layers, int64_t n) {
+    const int64_t per = (layers + n - 1) / n;
+    return layers >= n && per * (n - 1) < layers ? per : 0;
+}
+
+}  // namespace
+
 int64_t StageSplit::gpu_chunk(int64_t g) const {
     const int64_t base = pp == 1 ? first : g == 0 ? first : g == pp - 1 ? last : middle;
     return base + (g < extra ? 1 : 0);
@@ -77,8 +88,8 @@ SplitOutcome split_layers(int64_t layers, const ParallelConfig& p) {
             }
             break;
         case PipelineSplit::fill: {
-            const int64_t per = (layers + n - 1) / n;
-            if (layers < n || per * (n - 1) >= layers)
+            const int64_t per = fill_per_chunk(layers, n);
+            if (per == 0)
                 out.problem = "fill: ceil(layers / (pp*vp)) layers on every chunk but the last must leave the last at least one";
             else {
                 even(per);
@@ -125,10 +136,8 @@ PipelineSplit default_split(int64_t layers, const ParallelConfig& p) {
     const int64_t n = p.pp * (p.pp > 1 ? p.vp : 1);
     if (layers % n == 0) return PipelineSplit::even;
     if ((layers + 2) % n == 0) return PipelineSplit::embedding_loss;
-    if (p.vp > 1 && p.pp > 1) {
-        const int64_t per = (layers + n - 1) / n;
-        return layers >= n && per * (n - 1) < layers ? PipelineSplit::fill : PipelineSplit::even;  // even: the error that says most
-    }
+    if (p.vp > 1 && p.pp > 1)  // even where fill does not cut either: the error that says most
+        return fill_per_chunk(layers, n) > 0 ? PipelineSplit::fill : PipelineSplit::even;
     return PipelineSplit::uniform;
 }
 
