@@ -51,8 +51,10 @@ struct Gate {
     double unexplained = 0;
 };
 
-// training_nvidia_2025.csv: rows evaluated (the others are skipped with their reason).
-constexpr size_t kNvidia2025Rows = 193;
+// training_nvidia_2025.csv: rows evaluated (the others are skipped with their reason): 193 of
+// the DGX Cloud recipes, 4 and 2 of NeMo's 25.04 and 25.07 performance pages.
+constexpr size_t kDgxcRows = 193;
+constexpr size_t kNvidia2025Rows = kDgxcRows + 4 + 2;
 
 constexpr Gate kGates[] = {
     {"imec", 22, 0.045, 0.108},     {"korthikanti", 9, 0.039, 0.081}, {"narayanan", 10, 0.067, 0.157},
@@ -60,7 +62,10 @@ constexpr Gate kGates[] = {
     // Measured 9.1% mean; 70.6% worst (DeepSeek-V3 on GB200, explained); 21.6% the worst of the
     // rest but 14 of the 68 rows whose recompute mode session 14 read from NeMo's code (GB200
     // -22..-33%, Maverick on H100 +27/+29%, each explained).
-    {"dgxc", kNvidia2025Rows, 0.092, 0.710, 0.220},
+    {"dgxc", kDgxcRows, 0.092, 0.710, 0.220},
+    // GB200 rows of NeMo's performance pages whose recompute mode the release's configs give:
+    // 19.8% and 20.6% mean, all predicted fast as the GB200 dgxc rows (each explained).
+    {"nemo2504", 4, 0.200, 0.260, 0.050},   {"nemo2507", 2, 0.210, 0.220, 0.050},
     {"trtllm output_tokens_per_s_per_gpu", 88, 0.148, 1.306},
     {"trtllm output_tokens_per_s_per_gpu_max", 74, 0.203, 1.216},
     {"trtllm ttft_s", 44, 0.133, 0.610},
@@ -125,7 +130,7 @@ TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {
 
 TEST(ValidationThresholds, AllRowsTogether) {
     const ValidationSummary s = summarize(report().cases);
-    EXPECT_LE(s.mean_abs_error, 0.112);  // 11.1% (556 rows, session 14)
+    EXPECT_LE(s.mean_abs_error, 0.113);  // 11.2% (562 rows, session 14)
     EXPECT_LE(s.max_abs_error, 1.306) << s.worst_id;
 }
 
