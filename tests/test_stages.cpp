@@ -141,6 +141,9 @@ TEST(Stages, ExplicitFirstAndLastStageLayers) {
     EXPECT_FALSE(split_layers(96, cut(8, 2, PipelineSplit::first_last, 9, 3)).ok());
     EXPECT_FALSE(split_layers(96, cut(2, 1, PipelineSplit::first_last, 40, 40)).ok());
     EXPECT_FALSE(split_layers(96, cut(1, 1, PipelineSplit::first_last, 96, 0)).ok());
+    // 10 layers on pp 4 x vp 2, first and last 2: the two middle GPUs take 3 each, which their two
+    // chunks cannot share.
+    EXPECT_FALSE(split_layers(10, cut(4, 2, PipelineSplit::first_last, 2, 2)).ok());
     // Two stages, both given: no middle stage, and none needed (40 + 56 = 96).
     const StageSplit two = split_of(96, cut(2, 2, PipelineSplit::first_last, 40, 56));
     EXPECT_EQ(two.gpu_layers(0), 40);

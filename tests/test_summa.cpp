@@ -144,12 +144,15 @@ TEST(Summa, EmbeddingAndHead) {
     const CommOp& rs = comm_named(emb, "summa_embed_reduce_scatter");
     EXPECT_EQ(rs.group, CommGroup::tp_rows);
     EXPECT_DOUBLE_EQ(rs.bytes, 512.0 * 512 * 2);
+    // It reduces the rows the lookup just produced: nothing in the embedding runs beside it.
+    EXPECT_FALSE(rs.overlappable);
     // Backward gathers the same partial rows back, once.
     const CommOp& ag = comm_named(emb, "summa_embed_all_gather_grad");
     EXPECT_EQ(ag.group, CommGroup::tp_rows);
     EXPECT_EQ(ag.pass, Pass::bwd);
     EXPECT_DOUBLE_EQ(ag.bytes, 512.0 * 512 * 2);
     EXPECT_EQ(ag.count, 1);
+    EXPECT_FALSE(ag.overlappable);
     EXPECT_EQ(count_named(emb, "sp_reduce_scatter"), 0);
     const LayerOps head = head_ops(m, s, true);
     const Op& lm = op_named(head, "lm_head");
