@@ -97,6 +97,13 @@ bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
     return (global_batch / s.dp) % microbatch == 0;
 }
 
+// The split fields the user held (first/last stage layers, a listed layout) on a layout.
+void hold_split(ParallelConfig& p, const LayoutConstraints& f) {
+    p.first_stage_layers = f.first_stage_layers;
+    p.last_stage_layers = f.last_stage_layers;
+    p.layout = f.layout;
+}
+
 // The shape's degrees on a layout (the rest of p is the caller's).
 void set_degrees(ParallelConfig& p, const Shape& s) {
     p.tp = s.tp;
@@ -116,9 +123,7 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     p.offload = f.offload;
     p.vp = v.vp;
     p.split = v.split;
-    p.first_stage_layers = f.first_stage_layers;
-    p.layout = f.layout;
-    p.last_stage_layers = f.last_stage_layers;
+    hold_split(p, f);
     set_degrees(p, s);
     p.zero = zero;
     p.microbatch = 1;
@@ -175,6 +180,8 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     for (int64_t z = 0; z <= 3; ++z)
         if (allowed(f.zero, z)) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
+    ParallelConfig q;  // the (pp, vp) being cut, with the split fields the user held
+    hold_split(q, f);
 
     struct Group {
         size_t begin, end;
@@ -198,15 +205,11 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         Shape s{.tp = tp, .tp_rows = rows, .cp = cp, .ep = ep, .pp = pp, .dp = dp, .vp_begin = plan.vps.size()};
                         // Every interleaving the model admits, each with its split: the named one, or
                         // what `auto` gives (even, else Megatron's embedding/loss accounting, else
-                        // DeepSpeed's uniform split).
+                        // DeepSpeed's uniform split or, interleaved, fill).
                         for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
                             if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
-                            ParallelConfig q;
                             q.pp = pp;
                             q.vp = vp;
-                            q.first_stage_layers = f.first_stage_layers;
-                            q.layout = f.layout;
-                            q.last_stage_layers = f.last_stage_layers;
                             q.split = f.split ? *f.split : default_split(m.layers, q);
                             if (split_layers(m.layers, q).ok()) {
                                 plan.vps.push_back({vp, q.split});
@@ -414,9 +417,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                       c.system.accel.memory_bytes};
     const int64_t gb = c.training.global_batch;
     ParallelConfig p;
-    p.first_stage_layers = f.first_stage_layers;
-    p.layout = f.layout;
-    p.last_stage_layers = f.last_stage_layers;
+    hold_split(p, f);
     p.sequence_parallel = task.sp;
     p.cp_kind = task.cp_kind;
     p.offload = f.offload;
