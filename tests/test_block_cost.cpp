@@ -18,6 +18,14 @@ SystemSpec machine() {
     return s;
 }
 
+// An element-wise op of `flop` vector FLOP, no bytes: flop / 1e15 s forward, twice that backward.
+Op vector_op(double flop) {
+    Op op;
+    op.kind = OpKind::elementwise;
+    op.vector_flop = flop;
+    return op;
+}
+
 // tp = 2 and cp = 4, both inside one scale-up domain (100 GB/s, no latency).
 CommSpans spans() {
     CommSpans c;
@@ -41,9 +49,7 @@ LayerOps hand_layer(double tp_grad_bytes) {
     attn.core_saved_bytes = 20;
     attn.attention_core = true;
     l.ops.push_back(attn);
-    Op rest;
-    rest.kind = OpKind::elementwise;
-    rest.vector_flop = 2e12;
+    Op rest = vector_op(2e12);
     rest.saved_bytes = 700;
     l.ops.push_back(rest);
     l.input_bytes = 100;
@@ -126,10 +132,7 @@ TEST(BlockCost, PassStretchesByTheWorstGroupOnly) {
 // TP all-reduce flagged overlappable (1 ms at 100 GB/s) is exposed whole, and slows nothing.
 TEST(BlockCost, ForwardTrafficOutsideAttentionHasNoWindow) {
     LayerOps l;
-    Op rest;
-    rest.kind = OpKind::elementwise;
-    rest.vector_flop = 2e12;  // 2 ms forward
-    l.ops.push_back(rest);
+    l.ops.push_back(vector_op(2e12));  // 2 ms forward
     l.comms.push_back({"tp_fwd", Collective::all_reduce, CommGroup::tp, Pass::fwd, 1e8, 1, true});
     const BlockCost b = cost_block(l, machine(), CostContext{}, spans(), Recompute::none, 0);
     EXPECT_NEAR(b.comm_exposed_s[idx(CommGroup::tp)], 1 * ms, 1e-15);
@@ -144,15 +147,9 @@ TEST(BlockCost, ForwardTrafficOutsideAttentionHasNoWindow) {
 // traffic and the window: 4 ms behind 2 ms.
 TEST(BlockCost, ExpertAllToAllHidesBehindTheSharedExpert) {
     LayerOps l;
-    Op shared;
-    shared.kind = OpKind::elementwise;
-    shared.vector_flop = 1e12;
-    shared.shared_expert = true;
-    l.ops.push_back(shared);
-    Op rest;
-    rest.kind = OpKind::elementwise;
-    rest.vector_flop = 2e12;
-    l.ops.push_back(rest);
+    l.ops.push_back(vector_op(1e12));
+    l.ops.back().shared_expert = true;
+    l.ops.push_back(vector_op(2e12));
     for (Pass pass : {Pass::fwd, Pass::bwd})
         for (const char* name : {"dispatch", "combine"}) l.comms.push_back({name, Collective::all_to_all, CommGroup::ep, pass, 2e8, 1, false});
     CommSpans sp = spans();
