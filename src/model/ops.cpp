@@ -471,11 +471,9 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // The router and the shared experts read the same input; it is kept once.
     weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
     const double a2a = routed * d.h * d.e;
-    // Megatron's shared-expert overlap runs dispatch and combine while the shared experts compute.
-    const bool hidden = shared && s.shared_expert_overlap;
     if (s.ep > 1) {
-        out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
-        out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
+        out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
+        out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
     // Decoding a few tokens touches only some experts, and a grouped GEMM reads the weights of
     // those alone: each of the expert-parallel group's own x ep tokens picks top_k of the experts,
@@ -487,8 +485,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / touched, touched, expert_width,
         routed * d.h * d.e);
     if (s.ep > 1) {
-        out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
-        out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
+        out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
+        out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
     if (shared) {
         const size_t first = out.ops.size();

@@ -97,13 +97,6 @@ bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
     return (global_batch / s.dp) % microbatch == 0;
 }
 
-// The split fields the user held (first/last stage layers, a listed layout) on a layout.
-void hold_split(ParallelConfig& p, const LayoutConstraints& f) {
-    p.first_stage_layers = f.first_stage_layers;
-    p.last_stage_layers = f.last_stage_layers;
-    p.layout = f.layout;
-}
-
 // The shape's degrees on a layout (the rest of p is the caller's).
 void set_degrees(ParallelConfig& p, const Shape& s) {
     p.tp = s.tp;
@@ -123,7 +116,9 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     p.offload = f.offload;
     p.vp = v.vp;
     p.split = v.split;
-    hold_split(p, f);
+    p.first_stage_layers = f.first_stage_layers;
+    p.layout = f.layout;
+    p.last_stage_layers = f.last_stage_layers;
     set_degrees(p, s);
     p.zero = zero;
     p.microbatch = 1;
@@ -180,8 +175,6 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     for (int64_t z = 0; z <= 3; ++z)
         if (allowed(f.zero, z)) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
-    ParallelConfig q;  // the (pp, vp) being cut, with the split fields the user held
-    hold_split(q, f);
 
     struct Group {
         size_t begin, end;
@@ -205,11 +198,15 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         Shape s{.tp = tp, .tp_rows = rows, .cp = cp, .ep = ep, .pp = pp, .dp = dp, .vp_begin = plan.vps.size()};
                         // Every interleaving the model admits, each with its split: the named one, or
                         // what `auto` gives (even, else Megatron's embedding/loss accounting, else
-                        // DeepSpeed's uniform split or, interleaved, fill).
+                        // DeepSpeed's uniform split).
                         for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
                             if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
+                            ParallelConfig q;
                             q.pp = pp;
                             q.vp = vp;
+                            q.first_stage_layers = f.first_stage_layers;
+                            q.layout = f.layout;
+                            q.last_stage_layers = f.last_stage_layers;
                             q.split = f.split ? *f.split : default_split(m.layers, q);
                             if (split_layers(m.layers, q).ok()) {
                                 plan.vps.push_back({vp, q.split});
@@ -417,7 +414,9 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                       c.system.accel.memory_bytes};
     const int64_t gb = c.training.global_batch;
     ParallelConfig p;
-    hold_split(p, f);
+    p.first_stage_layers = f.first_stage_layers;
+    p.layout = f.layout;
+    p.last_stage_layers = f.last_stage_layers;
     p.sequence_parallel = task.sp;
     p.cp_kind = task.cp_kind;
     p.offload = f.offload;
