@@ -202,6 +202,64 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     EXPECT_DOUBLE_EQ(gemm(layer_ops(skewed, sh, LayerKind::moe), "expert_up").m, 64);
 }
 
+// Token permutation around the experts, memory-bound. 256 tokens of 64 at top-2 make 512 copies:
+// 65,536 bytes, the token rows 32,768. The gather into expert order reads and writes every copy
+// (131,072 bytes; backward scatters the same). With ep 2 each rank holds 4 experts, so the received
+// copies are regrouped by expert before the grouped GEMM and back after it (2 x 65,536 each). The
+// weighted scatter back reads the copies and writes the rows (98,304 bytes), keeps the copies for
+// the probabilities' gradient, and backward reads the gradient per copy and the kept copies and
+// writes the copies' gradient: 3 x 65,536 + 32,768 = 229,376 bytes, 7/3 of the forward.
+TEST(MoeMemory, TokensArePermutedIntoExpertOrderAndBack) {
+    const ModelSpec m = tiny_moe();
+    LayerShape sh;
+    sh.batch = 2;
+    sh.q_len = sh.kv_len = 128;
+    sh.ep = 2;
+    auto names = [](const LayerOps& l) {
+        std::vector<std::string> out;
+        for (const Op& o : l.ops)
+            if (o.name.starts_with("moe_") || o.name.starts_with("expert_")) out.emplace_back(o.name);
+        return out;
+    };
+    auto op = [](const LayerOps& l, std::string_view name) {
+        for (const Op& o : l.ops)
+            if (o.name == name) return o;
+        ADD_FAILURE() << name;
+        return Op{};
+    };
+    const LayerOps l = layer_ops(m, sh, LayerKind::moe);
+    EXPECT_EQ(names(l), (std::vector<std::string>{"moe_router", "moe_permute", "moe_sort_chunks", "expert_up",
+                                                  "expert_act", "expert_down", "moe_unsort_chunks", "moe_unpermute"}));
+    const Op permute = op(l, "moe_permute"), sort = op(l, "moe_sort_chunks"), unsort = op(l, "moe_unsort_chunks"),
+             unpermute = op(l, "moe_unpermute");
+    for (const Op& o : {permute, sort, unsort}) {
+        EXPECT_EQ(o.kind, OpKind::elementwise) << o.name;
+        EXPECT_DOUBLE_EQ(o.bytes, 131072) << o.name;
+        EXPECT_DOUBLE_EQ(o.saved_bytes, 0) << o.name;
+        EXPECT_DOUBLE_EQ(o.bwd_bytes_factor, 1) << o.name;
+    }
+    EXPECT_EQ(unpermute.kind, OpKind::elementwise);
+    EXPECT_DOUBLE_EQ(unpermute.bytes, 98304);
+    EXPECT_DOUBLE_EQ(unpermute.saved_bytes, 65536);
+    EXPECT_DOUBLE_EQ(unpermute.bwd_bytes_factor, 229376.0 / 98304.0);
+    // The busiest rank regroups 1.5x the mean copies; what it sends is its own tokens' copies.
+    ModelSpec skewed = m;
+    skewed.moe.load_imbalance = 1.5;
+    const LayerOps ls = layer_ops(skewed, sh, LayerKind::moe);
+    EXPECT_DOUBLE_EQ(op(ls, "moe_sort_chunks").bytes, 196608);
+    EXPECT_DOUBLE_EQ(op(ls, "moe_permute").bytes, 131072);
+    EXPECT_DOUBLE_EQ(op(ls, "moe_unpermute").bytes, 98304);
+    // One expert per rank (ep 8) or every expert on one GPU (ep 1): the copies arrive in expert
+    // order, nothing to regroup.
+    for (const int64_t ep : {1, 8}) {
+        sh.ep = ep;
+        EXPECT_EQ(names(layer_ops(m, sh, LayerKind::moe)),
+                  (std::vector<std::string>{"moe_router", "moe_permute", "expert_up", "expert_act", "expert_down",
+                                            "moe_unpermute"}))
+            << "ep " << ep;
+    }
+}
+
 // Expert tensor parallelism 1 under tp 2 with sequence parallelism (Megatron-Core's MoE parallel
 // folding): each rank routes its own 128 of the 256 tokens (256 copies at top-2), keeps whole
 // experts (width 128, gated: 256 columns) and, with ep 2, 4 of them: 64 rows each. The router
