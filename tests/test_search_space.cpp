@@ -120,6 +120,30 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
               1);
 }
 
+// Holding vp 2 on the hand-enumerated space: an interleaving needs a pipeline, so only pp 2 x vp 2
+// (the embedding | layer 0 | layer 1 | loss chunks) at tp 1 and tp 2 remain; pp 1 is not costed as
+// "vp 2" (it would be the pp 1 layouts again under another name), and pp 4 x vp 2 has 8 chunks for
+// 4 slots.
+TEST(SearchSpace, AHeldInterleavingNeedsAPipeline) {
+    ModelSpec m = tiny_llama(2);
+    m.seq_len = 16;
+    SystemSpec sys = round_inference_system();
+    sys.scale_up_domain = 2;
+    LayoutConstraints f = key_held(Recompute::none);
+    f.zero = 0;
+    f.sequence_parallel = false;
+    f.order = RankOrder::tp_cp_dp;
+    f.vp = 2;
+    const SearchResult r = search_layouts({m, sys, training(4)}, f, options(4, 100));
+    EXPECT_EQ(r.stats.candidates, 2);
+    ASSERT_EQ(r.best.size(), 2u);
+    for (const SearchHit& h : r.best) {
+        EXPECT_EQ(h.layout.pp, 2);
+        EXPECT_EQ(h.layout.vp, 2);
+        EXPECT_EQ(h.layout.split, PipelineSplit::embedding_loss);
+    }
+}
+
 // Nothing fits: the last progress report says there is no best (and a score of 0, not infinity).
 TEST(SearchSpace, ProgressWithoutAFeasibleLayout) {
     ModelSpec m = tiny_llama(2);

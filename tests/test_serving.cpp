@@ -147,6 +147,25 @@ TEST(FiniteRun, PromptsShareTheBudgetInOrderByHand) {
     EXPECT_NEAR(finite_run_s(c, p, 3, 3), cost(1, 65) + second + 9 * cost(3, 0) + cost(1, 0), 1e-12);
 }
 
+// The step-cost ladder by hand: costed at 1, 2 and 4 requests (no prompt: 10, 20, 60 s; a full
+// chunk: 30, 40, 100 s), linear between the counts and in the chunk's share, clamped at the ends.
+TEST(FiniteRun, StepCostLadderInterpolatesBetweenItsCounts) {
+    const StepCostLadder l{{1, 2, 4}, {{{10, 30}}, {{20, 40}}, {{60, 100}}}};
+    EXPECT_DOUBLE_EQ(l.at(1, 0), 10);
+    EXPECT_DOUBLE_EQ(l.at(2, 0), 20);
+    EXPECT_DOUBLE_EQ(l.at(4, 0), 60);
+    EXPECT_DOUBLE_EQ(l.at(1.5, 0), 15);
+    EXPECT_DOUBLE_EQ(l.at(3, 0), 40);
+    EXPECT_DOUBLE_EQ(l.at(3, 1), 70);
+    EXPECT_DOUBLE_EQ(l.at(3, 0.25), 47.5);
+    EXPECT_DOUBLE_EQ(l.at(0, 0.5), 20);   // no decoding request: costed as one
+    EXPECT_DOUBLE_EQ(l.at(9, 0), 60);     // past the last count: the last
+    const StepCostLadder one{{3}, {{{5, 7}}}};
+    EXPECT_DOUBLE_EQ(one.at(1, 0), 5);
+    EXPECT_DOUBLE_EQ(one.at(3, 0.5), 6);
+    EXPECT_DOUBLE_EQ(one.at(8, 1), 7);
+}
+
 // Many requests: the ramp-up and the tail fade and a finite run's rate nears the steady state's.
 // max_throughput over a finite run reports that run's rate and time.
 TEST(FiniteRun, ApproachesTheSteadyStateAndFeedsMaxThroughput) {

@@ -48,6 +48,19 @@ TEST(Grid, GeometricRangeOfIntegersIncludesStop) {
     EXPECT_EQ(values_of("a=1:50:x3").back().get<int64_t>(), 27);
 }
 
+// A STOP reached up to rounding is included (log(1000) / log(10) is 2.9999999999999996 in
+// doubles: 1e-3 x 10^3 is the fourth value); one a relative 1.5e-9 short of the next power is not
+// (log2 of 1023.99999893 is 10 - 1.5e-9: ten values, 1 to 512), so the slack is the rounding's,
+// not a part-step's.
+TEST(Grid, GeometricRangeStopsAtStopUpToRounding) {
+    EXPECT_EQ(values_of("a=0.001:1:x10").size(), 4u);
+    EXPECT_EQ(values_of("a=1:1000:x10").size(), 4u);
+    const auto v = values_of("a=1:1023.99999893:x2");
+    ASSERT_EQ(v.size(), 10u);
+    EXPECT_DOUBLE_EQ(v.back().get<double>(), 512);
+    EXPECT_EQ(values_of("a=1:1024:x2").size(), 11u);
+}
+
 TEST(Grid, GeometricRangeNeedsAPositiveStartAndAFactorAboveOne) {
     // Either failing is enough: a start of 0 never grows, a factor of 1 never moves.
     for (const char* spec : {"a=0:16:x2", "a=1:16:x1", "a=-2:16:x2", "a=1:16:x0.5"}) {

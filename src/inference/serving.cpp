@@ -212,6 +212,16 @@ std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit
     return out;
 }
 
+double StepCostLadder::at(double decoding, double chunk_share) const {
+    const double x = std::clamp(decoding, requests.front(), requests.back());
+    // [lo, hi] brackets x: hi the first count at or above it (x at the first count: both it).
+    const auto hi = static_cast<size_t>(std::lower_bound(requests.begin(), requests.end(), x) - requests.begin());
+    const size_t lo = hi == 0 ? 0 : hi - 1;
+    const double u = requests[hi] > requests[lo] ? (x - requests[lo]) / (requests[hi] - requests[lo]) : 0.0;
+    auto mix = [&](size_t i) { return (1 - chunk_share) * step_s[i][0] + chunk_share * step_s[i][1]; };
+    return (1 - u) * mix(lo) + u * mix(hi);
+}
+
 double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t concurrency, int64_t requests) {
     const InferenceSpec& s = c.inference;
     const double mb = as_d(micro_batches(p, concurrency));
@@ -219,20 +229,12 @@ double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t conc
     // Step seconds at d decoding requests and q prompt tokens: costed at d = 1, 2, 4, ...,
     // concurrency with no prompt and with a full chunk (finishing q / I prompts), linear between
     // (a step of prompts alone, at the run's start, is costed as one with a decoding request).
-    std::vector<double> ds;
-    for (int64_t d = 1; d < concurrency; d *= 2) ds.push_back(as_d(d));
-    ds.push_back(as_d(concurrency));
-    std::vector<std::array<double, 2>> costed;
-    for (const double d : ds)
-        costed.push_back({engine_step_cost(c, p, d, 0, 0, mb).total_s(), engine_step_cost(c, p, d, budget, budget / in, mb).total_s()});
-    auto step_s = [&](double d, double q) {
-        const double x = std::clamp(d, ds.front(), ds.back());
-        const size_t hi = std::min(ds.size() - 1, static_cast<size_t>(std::upper_bound(ds.begin(), ds.end(), x) - ds.begin()));
-        const size_t lo = hi > 0 ? hi - 1 : 0;
-        const double u = ds[hi] > ds[lo] ? (x - ds[lo]) / (ds[hi] - ds[lo]) : 0.0, w = q / budget;
-        auto at = [&](size_t i) { return (1 - w) * costed[i][0] + w * costed[i][1]; };
-        return (1 - u) * at(lo) + u * at(hi);
-    };
+    StepCostLadder ladder;
+    for (int64_t d = 1; d < concurrency; d *= 2) ladder.requests.push_back(as_d(d));
+    ladder.requests.push_back(as_d(concurrency));
+    for (const double d : ladder.requests)
+        ladder.step_s.push_back({engine_step_cost(c, p, d, 0, 0, mb).total_s(), engine_step_cost(c, p, d, budget, budget / in, mb).total_s()});
+    auto step_s = [&](double d, double q) { return ladder.at(d, q / budget); };
     // Requests move through their prompt (first come, first served within the chunk budget), then
     // decode for ceil((O - 1) / E) steps: in admission order, so they finish in it too, and a
     // stretch of steps between two such events is costed at once.

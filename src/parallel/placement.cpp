@@ -87,12 +87,9 @@ namespace {
 // pattern in [offset, offset + used), offset = (domain start - group start) mod step, and that
 // offset repeats every step / gcd(step, used) domains: one period of them says the fewest members
 // and how many domains of a period hold none, whatever the group's length.
+// Only for inner, gap, outer > 1 (place_groups takes one strided run otherwise).
 GroupSpan place_blocks(int64_t inner, int64_t gap, int64_t outer, int64_t gpus, int64_t used) {
     const int64_t size = inner * outer;
-    if (size <= 1) return {1, 1, 1};
-    if (inner == 1) return place_group(gap, outer, gpus, used);
-    if (outer == 1) return place_group(1, inner, gpus, used);
-    if (gap == 1) return place_group(1, size, gpus, used);
     if (gpus <= used) return {size, size, 1};
     const int64_t step = inner * gap;  // from one run to the next
     const int64_t stage = step * outer;
