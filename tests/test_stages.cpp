@@ -436,9 +436,9 @@ TEST(Stages, PipelineLayoutStringsParseAsMegatronReadsThem) {
     // The canonical spelling reads back to the same chunks.
     EXPECT_EQ(layout_text({4, 0, 1}), "Et*4||tL");
     EXPECT_EQ(parse_pipeline_layout(layout_text(bridge.chunks)).chunks, bridge.chunks);
-    // Refused: no loss, a second embedding, the embedding or loss off its end, MTP, a stray
-    // character, a repetition past a million characters.
-    for (const char* bad : {"Et*4|t*4", "Et|EtL", "t|EtL", "EtL|t", "Et*4|t*4mL", "Et*4|t*4xL", "E(t|)*2000000L",
+    // Refused: no loss, a second embedding, the embedding or loss off its end, MTP off the last
+    // stage, a stray character, a repetition past a million characters.
+    for (const char* bad : {"Et*4|t*4", "Et|EtL", "t|EtL", "EtL|t", "Etm*4|t*4L", "Et*4|t*4xL", "E(t|)*2000000L",
                             "Et*99999999L", "((t|)*2)*2EL"})
         EXPECT_NE(parse_pipeline_layout(bad).problem, "") << bad;
     // As a split: the listed chunks, checked against pp x vp and the model's layers.

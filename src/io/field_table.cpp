@@ -197,6 +197,8 @@ constexpr std::array kModel{
     NumericField{"head_dim", "elements", 1, kMaxDim, "`hidden` / `heads`", "per-head dimension (Gemma's 256 at hidden 3072); none with mla"},
     NumericField{"sliding_window", "tokens", 1, int64_t{1} << 27, "none (full attention)",
                  "positions a windowed layer's query attends to, itself included (gpt-oss: 128); fused attention, not mla"},
+    NumericField{"mtp_layers", "blocks", 0, 16, "0",
+                 "multi-token prediction depth trained (DeepSeek-V3: 1); each a block of the last layer's kind, on the last stage"},
     NumericField{"sliding_window_pattern", "layers", 0, 100000, "0",
                  "with sliding_window: layer i keeps full attention when i + 1 is a multiple (gpt-oss: 2); 0: every layer windowed"},
 };

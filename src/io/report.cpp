@@ -62,7 +62,7 @@ Json parallel_json(const ParallelConfig& p) {
         j["first_stage_layers"] = p.first_stage_layers;
         j["last_stage_layers"] = p.last_stage_layers;
     } else if (p.split == PipelineSplit::layout) {
-        j["pipeline_layout"] = layout_text(p.layout);
+        j["pipeline_layout"] = layout_text(p.layout, p.layout_mtp);
     } else {
         j["pipeline_split"] = to_string(p.split);
     }

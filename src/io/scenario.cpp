@@ -181,6 +181,9 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     m.tied_embeddings = r.boolean("tied_embeddings", false);
     if (m.kind == ModelKind::vit && m.tied_embeddings)
         fail(r.path_of("tied_embeddings"), "true", "false with model.kind \"vit\": its patch embedding and regression head have different shapes");
+    m.mtp_layers = model_count(r, "mtp_layers", 0);
+    if (m.mtp_layers > 0 && m.kind == ModelKind::vit)
+        fail(r.path_of("mtp_layers"), std::to_string(m.mtp_layers), "0 with model.kind \"vit\": multi-token prediction predicts tokens");
     m.dropout = r.boolean("dropout", false);
     // Decoders mask the future; encoders and ViTs attend both ways (a decoder may too: causal false).
     m.causal = r.boolean("causal", m.kind == ModelKind::decoder);
@@ -491,6 +494,7 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
         if (!parsed.problem.empty())
             fail(r.path_of("pipeline_layout"), fmt::format("\"{}\"", text.substr(0, 80)), parsed.problem);
         p.layout = std::move(parsed.chunks);
+        p.layout_mtp = parsed.mtp;
     }
     const std::string order = r.choice("order", "tp-cp-dp-pp", {"tp-cp-dp-pp", "tp-dp-cp-pp", "cp-tp-dp-pp", "cp-dp-tp-pp",
                                                                  "dp-tp-cp-pp", "dp-cp-tp-pp"});
@@ -565,6 +569,8 @@ void check_summa(const ModelSpec& m, const ParallelConfig& p) {
     const std::string got = std::to_string(p.tp_rows);
     require_divides(p.tp_rows, p.tp, "parallel.tp_rows", "parallel.tp");
     if (m.moe.enabled()) fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for dense models, and model.moe is set");
+    if (m.mtp_layers > 0)
+        fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled with multi-token prediction (model.mtp_layers)");
     if (m.attention_kind == AttentionKind::mla)
         fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for multi-head and grouped-query attention, not MLA");
     if (m.hidden % p.tp != 0) require_divides(p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)");
@@ -595,10 +601,16 @@ void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
 void resolve_pipeline_split(Scenario& s) {
     ParallelConfig& p = s.parallel;
     if (!p.layout.empty()) {
+        const std::string text = fmt::format("\"{}\"", layout_text(p.layout, p.layout_mtp).substr(0, 80));
         if (s.parallel_given.count("pipeline_split") || p.first_stage_layers > 0 || p.last_stage_layers > 0)
-            fail("parallel.pipeline_layout", fmt::format("\"{}\"", layout_text(p.layout).substr(0, 80)),
+            fail("parallel.pipeline_layout", text,
                  "alone: it says every stage's layers, so parallel.pipeline_split, first_stage_layers and last_stage_layers "
                  "stay out");
+        // Megatron-Core's layout places every MTP module, and only those the model trains.
+        if (p.layout_mtp != s.model.mtp_layers)
+            fail("parallel.pipeline_layout", text,
+                 fmt::format("{} multi-token-prediction layer{} (m) in the last stage, as model.mtp_layers says", s.model.mtp_layers,
+                             s.model.mtp_layers == 1 ? "" : "s"));
         p.split = PipelineSplit::layout;
     } else if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
         if (s.parallel_given.count("pipeline_split"))

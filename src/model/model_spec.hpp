@@ -114,6 +114,9 @@ struct ModelSpec {
     bool bias = true;
     PositionKind position = PositionKind::learned;
     bool tied_embeddings = false;
+    // Multi-token prediction modules trained beside the model (DeepSeek-V3: 1), each a block of
+    // the last layer's kind with its own projection, norms and loss, on the last pipeline stage.
+    int64_t mtp_layers = 0;
     bool dropout = false;
     bool causal = true;
     AttentionImpl attention = AttentionImpl::fused;
@@ -189,6 +192,9 @@ struct ParamCount {
     double embedding = 0;                          // token or patch (+ learned position) embedding
     double lm_head = 0;                            // output projection (0 when tied; a vit's regression head)
     double final_norm = 0;
+    // The multi-token prediction modules together (model.mtp_layers): trained with the model on
+    // the last stage but not part of it (total() and the rest leave them out; serving never loads them).
+    LayerParams mtp{};
     bool frozen_base = false;                      // LoRA: embedding, head and norms not trained
     [[nodiscard]] double blocks(double LayerParams::*field) const {
         double n = 0;

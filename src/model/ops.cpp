@@ -522,7 +522,8 @@ bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp) {
 }
 
 bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp) {
-    if (rows <= 1 || tp % rows != 0 || m.moe.enabled() || m.attention_kind == AttentionKind::mla) return false;
+    if (rows <= 1 || tp % rows != 0 || m.moe.enabled() || m.attention_kind == AttentionKind::mla || m.mtp_layers > 0)
+        return false;
     if (m.hidden % tp != 0 || m.seq_len % cp != 0 || (m.seq_len / cp) % rows != 0) return false;
     return !tensor_parallel_misfit(m, tp / rows).has_value();
 }
@@ -660,29 +661,70 @@ void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s) {
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
 }
 
-void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss) {
-    reset(out);
-    const Dims d = dims(m, s);
-    norm(out, "final_norm", m, d, d.h);
+namespace {
+
+struct OutputNames {
+    std::string_view norm, head, loss;
+};
+
+// Final norm, vocabulary-parallel output layer and (training) cross-entropy of a language model.
+void lm_output(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const OutputNames& names,
+               bool with_loss) {
+    norm(out, names.norm, m, d, d.h);
     norm_stats(out, m, s, d);
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
-    if (m.kind == ModelKind::vit) {
-        regression_head(out, m, s, d, with_loss);
-        return;
-    }
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
-    weight_gemm(out, s, "lm_head", {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none, Split::column);
+    weight_gemm(out, s, names.head, {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none, Split::column);
     // Training keeps the output layer in bf16 under fp8/fp4 (see Op); a serving engine's choice
     // is its weight_precision.
     out.ops.back().keep_activation_precision = with_loss;
     if (with_loss) {
         // Vocabulary-parallel cross-entropy in fp32: the softmax is kept for backward.
         const double logits = d.tokens * v;
-        out.ops.push_back(elementwise_op("cross_entropy", logits * (d.e + 2.0 * 4.0), logits * 4.0, 2.0, kCrossEntropyFlop * logits));
+        out.ops.push_back(elementwise_op(names.loss, logits * (d.e + 2.0 * 4.0), logits * 4.0, 2.0, kCrossEntropyFlop * logits));
         if (s.tp > 1)
             out.comms.push_back({"loss_all_reduce", Collective::all_reduce, CommGroup::tp, Pass::fwd,
                                  3.0 * d.tokens * 4.0, 1, false});
     }
+}
+
+// Multi-token prediction in training (DeepSeek-V3 section 2.2; Megatron-Core's
+// MultiTokenPredictionBlock, after the decoder on the last stage): per module, the next token's
+// embedding (the model's, vocabulary-parallel) and the previous depth's hidden state, each
+// normalised, concatenated and projected [2h -> h] (column-parallel, gathered back), one block
+// of the last layer's kind, then its own final norm, the shared output layer and a loss.
+void mtp_modules(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    LayerOps block;
+    layer_ops(block, m, s, layer_kind(m, m.layers - 1));
+    for (int64_t i = 0; i < m.mtp_layers; ++i) {
+        out.ops.push_back(elementwise_op("mtp_embedding", 2.0 * d.tokens * d.h * d.e, 0.0));
+        leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
+        norm(out, "mtp_enorm", m, d, d.h);
+        norm(out, "mtp_hnorm", m, d, d.h);
+        enter_tp_region(out.comms, s, d.tokens * 2.0 * d.h * d.e);
+        weight_gemm(out, s, "mtp_eh_proj", {d.tokens, d.h / static_cast<double>(s.tp), 2.0 * d.h, 1},
+                    d.tokens_sp * 2.0 * d.h * d.e, LoraTarget::none);
+        leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
+        out.ops.insert(out.ops.end(), block.ops.begin(), block.ops.end());
+        out.comms.insert(out.comms.end(), block.comms.begin(), block.comms.end());
+        lm_output(out, m, s, d, {"mtp_final_norm", "mtp_lm_head", "mtp_cross_entropy"}, true);
+    }
+}
+
+}  // namespace
+
+void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss) {
+    reset(out);
+    const Dims d = dims(m, s);
+    if (m.kind == ModelKind::vit) {
+        norm(out, "final_norm", m, d, d.h);
+        norm_stats(out, m, s, d);
+        enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
+        regression_head(out, m, s, d, with_loss);
+        return;
+    }
+    if (with_loss && m.mtp_layers > 0) mtp_modules(out, m, s, d);
+    lm_output(out, m, s, d, {"final_norm", "lm_head", "cross_entropy"}, with_loss);
 }
 
 }  // namespace sm

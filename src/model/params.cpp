@@ -212,6 +212,22 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
     }
     if (m.position == PositionKind::learned) p.embedding += static_cast<double>(m.seq_len) * h;
     p.final_norm = norm;
+    if (m.mtp_layers > 0) {
+        // Each module (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer): norms of
+        // the next token's embedding and of the hidden state, their concatenation projected
+        // [2h -> h], a block of the last layer's kind and its own final norm; the embedding and
+        // the output layer are the model's.
+        const double n = static_cast<double>(m.mtp_layers);
+        const LayerParams& block = p.layer[idx(layer_kind(m, m.layers - 1))];
+        Matrices proj;
+        proj.add({2.0 * h, h, LoraTarget::none});
+        const double own = sum(proj, b, lora).params + 3.0 * norm;
+        p.mtp.total = n * (block.total + own);
+        p.mtp.active = n * (block.active + own);
+        p.mtp.experts = n * block.experts;
+        p.mtp.trainable = n * (block.trainable + full_or(0.0, own));
+        p.mtp.trainable_experts = n * block.trainable_experts;
+    }
     return p;
 }
 

@@ -122,6 +122,7 @@ struct ParallelConfig {
     // layout split: the transformer layers of each of the pp*vp chunks, in chunk order
     // (Megatron-Core's pipeline_model_parallel_layout, unrolled: pipeline_split.hpp).
     std::vector<int32_t> layout;
+    int32_t layout_mtp = 0;  // MTP modules the layout places ('m', last stage): model.mtp_layers
 
     [[nodiscard]] int64_t gpus() const { return tp * pp * dp * cp; }
     [[nodiscard]] bool summa() const { return tp_rows > 1; }

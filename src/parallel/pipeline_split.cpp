@@ -200,7 +200,7 @@ ParsedLayout parse_pipeline_layout(std::string_view text) {
                 if (stage != 0 || ++embeddings > 1) r.problem = "the embedding (E) must be once, in the first stage";
                 break;
             case 'L': ++losses; break;
-            case 'm': r.problem = "a multi-token-prediction layer (m) is not modelled: leave it out"; break;
+            case 'm': ++r.mtp; break;
             default:
                 r.problem = fmt::format("'{}' is not a layer: t (transformer), E (embedding), L (loss), | between stages, "
                                         "(group)*n and x*n to repeat",
@@ -213,17 +213,19 @@ ParsedLayout parse_pipeline_layout(std::string_view text) {
         r.problem = "the embedding (E) must be once, in the first stage";
     else if (losses != 1 || (last_bar != std::string::npos && u->find('L') < last_bar))
         r.problem = "the loss (L) must be once, in the last stage";
+    else if (r.mtp > 0 && last_bar != std::string::npos && u->find('m') < last_bar)
+        r.problem = "multi-token-prediction layers (m) belong in the last stage, with the loss";
     return r;
 }
 
-std::string layout_text(const std::vector<int32_t>& chunks) {
+std::string layout_text(const std::vector<int32_t>& chunks, int32_t mtp) {
     std::string out;
     for (size_t j = 0; j < chunks.size(); ++j) {
         if (j > 0) out += '|';
         if (j == 0) out += 'E';
         if (chunks[j] == 1) out += 't';
         else if (chunks[j] > 1) out += fmt::format("t*{}", chunks[j]);
-        if (j + 1 == chunks.size()) out += 'L';
+        if (j + 1 == chunks.size()) out += std::string(static_cast<size_t>(std::max(mtp, 0)), 'm') + 'L';
     }
     return out;
 }

@@ -75,14 +75,17 @@ PipelineSplit default_split(int64_t layers, const ParallelConfig& p);
 // pipeline_parallel_layer_layout.py, parse_str_to_list): stages in chunk order separated by '|',
 // 't' a transformer layer, 'E' the embedding (first stage), 'L' the loss and head (last stage);
 // "(group)*n" and "x*n" repeat, commas and blanks are cosmetic. "Et*4|(t*4|)*14tL" is 61 layers
-// on 16 chunks. 'm' (a multi-token-prediction layer) is refused: MTP is not modelled.
+// on 16 chunks. 'm' is a multi-token-prediction module, counted (the last stage only: it runs
+// after the decoder there, as Megatron-Core places it).
 struct ParsedLayout {
     std::vector<int32_t> chunks;  // transformer layers per stage
+    int32_t mtp = 0;              // 'm's
     std::string problem;          // empty when the text is a layout
 };
 ParsedLayout parse_pipeline_layout(std::string_view text);
-// The canonical spelling of a layout: "Et*4|t*4|...|tL" (runs of equal stages not folded).
-std::string layout_text(const std::vector<int32_t>& chunks);
+// The canonical spelling of a layout: "Et*4|t*4|...|tmL" (runs of equal stages not folded;
+// `mtp` m's before the loss).
+std::string layout_text(const std::vector<int32_t>& chunks, int32_t mtp = 0);
 
 // One GPU's share of the pipeline: its blocks of each kind, summed over its chunks, and the ends
 // of the model it holds.

@@ -118,6 +118,7 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     p.split = v.split;
     p.first_stage_layers = f.first_stage_layers;
     p.layout = f.layout;
+    p.layout_mtp = f.layout_mtp;
     p.last_stage_layers = f.last_stage_layers;
     set_degrees(p, s);
     p.zero = zero;
@@ -206,6 +207,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                             q.vp = vp;
                             q.first_stage_layers = f.first_stage_layers;
                             q.layout = f.layout;
+                            q.layout_mtp = f.layout_mtp;
                             q.last_stage_layers = f.last_stage_layers;
                             q.split = f.split ? *f.split : default_split(m.layers, q);
                             if (split_layers(m.layers, q).ok()) {
@@ -416,6 +418,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     ParallelConfig p;
     p.first_stage_layers = f.first_stage_layers;
     p.layout = f.layout;
+    p.layout_mtp = f.layout_mtp;
     p.last_stage_layers = f.last_stage_layers;
     p.sequence_parallel = task.sp;
     p.cp_kind = task.cp_kind;
@@ -545,6 +548,7 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     if (held("pipeline_layout")) {
         f.split = PipelineSplit::layout;
         f.layout = p.layout;
+        f.layout_mtp = p.layout_mtp;
     } else if (held("first_stage_layers") || held("last_stage_layers")) {
         f.split = PipelineSplit::first_last;
         f.first_stage_layers = p.first_stage_layers;

@@ -47,6 +47,7 @@ struct LayoutConstraints {
     std::optional<PipelineSplit> split;
     int64_t first_stage_layers = 0, last_stage_layers = 0;
     std::vector<int32_t> layout;  // a held parallel.pipeline_layout: only its pp x vp are searched
+    int32_t layout_mtp = 0;       // its 'm's (model.mtp_layers)
     bool operator==(const LayoutConstraints&) const = default;
 };
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given);

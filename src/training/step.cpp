@@ -74,11 +74,19 @@ StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const Parall
     r.embed_time_s = lc.embedding.total_s();
     r.head_time_s = lc.head.total_s();
     r.embed_params = pc.embedding / tp;
-    // A tied output layer keeps its own copy of the word embedding on the last stage.
-    r.head_params = (m.tied_embeddings && p.pp > 1 ? as_d(m.vocab) * as_d(m.hidden) : pc.lm_head) / tp + pc.final_norm;
-    // LoRA freezes the embedding, the head and the norms outside the blocks.
+    // A tied output layer keeps its own copy of the word embedding on the last stage; so does
+    // multi-token prediction, whose modules embed the next tokens there.
+    const double words = as_d(m.vocab) * as_d(m.hidden);
+    const double head = (m.tied_embeddings && p.pp > 1 ? words : pc.lm_head) +
+                        (m.mtp_layers > 0 && p.pp > 1 && !m.tied_embeddings ? words : 0.0);
+    const double expert_ranks = as_d(p.expert_tp() * p.ep);
+    r.head_experts = pc.mtp.experts / expert_ranks;
+    r.head_params = head / tp + pc.final_norm + (pc.mtp.total - pc.mtp.experts) / tp + r.head_experts;
+    // LoRA freezes the embedding, the head and the norms outside the blocks (the MTP blocks keep
+    // their adapters).
+    r.head_trained_experts = pc.mtp.trainable_experts / expert_ranks;
     r.embed_trained = pc.frozen_base ? 0.0 : r.embed_params;
-    r.head_trained = pc.frozen_base ? 0.0 : r.head_params;
+    r.head_trained = pc.frozen_base ? (pc.mtp.trainable - pc.mtp.trainable_experts) / tp + r.head_trained_experts : r.head_params;
     r.embed_act = lc.embedding.saved_bytes;
     r.head_act = lc.head.saved_bytes;
     r.embed_fwd_window_s = lc.embedding.fwd_wall_s;
@@ -139,7 +147,9 @@ StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_fl
     if (l.head) {
         f.time_s += r.head_time_s;
         f.params += r.head_params;
+        f.experts += r.head_experts;
         f.trained += r.head_trained;
+        f.trained_experts += r.head_trained_experts;
         f.fwd_wall_s += r.head_fwd_window_s;
         f.bwd_wall_s += r.head_bwd_window_s;
         act += r.head_act;
@@ -607,7 +617,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
     const double peak = c.system.accel.matrix_peak(t.precision).value_or(0) * as_d(r.gpus) * r.step_time_s;
     r.mfu = peak > 0 ? r.model_flop_per_step / peak : 0;
     r.hfu = peak > 0 ? (r.model_flop_per_step + recompute_flop) / peak : 0;
-    r.params_total = pc.total();
+    r.params_total = pc.total() + pc.mtp.total;
 
     r.memory = scan.peak;
     r.fits_in_memory = r.memory.peak_bytes_per_gpu <= c.system.accel.memory_bytes &&

@@ -87,6 +87,7 @@ struct StageRates {
     double embed_time_s = 0, head_time_s = 0;
     double embed_params = 0, head_params = 0;
     double embed_trained = 0, head_trained = 0;
+    double head_experts = 0, head_trained_experts = 0;  // of the head's: the MTP blocks' experts
     double embed_act = 0, head_act = 0;
     double embed_fwd_window_s = 0, embed_bwd_window_s = 0, head_fwd_window_s = 0, head_bwd_window_s = 0;
     // Bytes a GPU keeps per dense and per expert parameter of its stage, ZeRO partitioning
