@@ -392,6 +392,25 @@ TEST(Search, HeldPipelineLayoutKeepsItsStages) {
     }
 }
 
+// With multi-token prediction held in a layout ("Et*16|t*15mL" on Mixtral's 32 layers: the last
+// stage one layer lighter for its MTP block), every answer keeps the 'm' and costs exactly what
+// `train` costs for that layout (the search's per-stage rates carry the module: its block, output
+// layer, embedding copy and expert shards).
+TEST(Search, MtpLayoutAnswersCostWhatTrainCosts) {
+    const Json doc = doc_of(R"({"model": {"preset": "mixtral-8x7b", "mtp_layers": 1}, "system": {"preset": "dgx-h100"},
+        "parallel": {"pipeline_layout": "Et*16|t*16mL", "recompute": "full", "microbatch": 1}, "training": {"global_batch": 64}})");
+    const Scenario s = scenario_of(doc, Purpose::search);
+    const SearchResult r = run_search(doc, 16, Objective::step_time, false, 2, 20);
+    ASSERT_FALSE(r.best.empty());
+    for (const SearchHit& h : r.best) {
+        EXPECT_EQ(h.layout.layout_mtp, 1);
+        const TrainResult t = evaluate_training({s.model, s.system, s.training}, h.layout);
+        EXPECT_DOUBLE_EQ(h.result.step_time_s, t.step_time_s);
+        EXPECT_DOUBLE_EQ(h.result.memory.peak_bytes_per_gpu, t.memory.peak_bytes_per_gpu);
+    }
+    EXPECT_EQ(parallel_json(r.best.front().layout)["pipeline_layout"], "Et*16|t*16mL");
+}
+
 TEST(Search, NoValidLayoutGivesNoCandidates) {
     const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
     SearchOptions o;
