@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "hardware/cost.hpp"
 #include "test_helpers.hpp"
@@ -69,6 +72,64 @@ TEST(Quantisation, CurrentScalingCostsAnExtraKernelAndItsTraffic) {
     // 1 TB/s at full efficiency: the amax pass reads 8,388,608 B forward (+ one kernel).
     EXPECT_NEAR(c.fwd_s - d.fwd_s, 8388608.0 / 1e12 + 1e-6, 1e-15);
     EXPECT_NEAR(c.dgrad_s - d.dgrad_s, 16777216.0 / 1e12 + 1e-6, 1e-15);
+}
+
+// Transformer Engine casts a sequence-parallel shard to fp8 before all-gathering it: a
+// column-parallel GEMM at tp 4 casts a quarter of its input rows (3 B per element of X: 12,582,912
+// B in full, 3,145,728 B for the quarter); its backward casts are unchanged.
+TEST(Quantisation, ASequenceParallelShardIsCastBeforeItIsGathered) {
+    const SystemSpec sys = testing::round_system();
+    const Op whole = weight_gemm(kG);
+    Op shard = whole;
+    shard.cast_rows_share = 0.25;
+    const OpCost w = cost_op(whole, sys, low(Precision::fp8)), q = cost_op(shard, sys, low(Precision::fp8));
+    EXPECT_DOUBLE_EQ(w.fwd_bytes - q.fwd_bytes, 12582912.0 - 3145728.0);
+    EXPECT_DOUBLE_EQ(w.dgrad_bytes, q.dgrad_bytes);
+    // The op list marks the column-parallel GEMMs behind a sequence-parallel gather, and only them.
+    const ModelSpec m = testing::tiny_llama(2);
+    LayerShape s;
+    s.q_len = s.kv_len = 128;
+    s.tp = 4;
+    s.sequence_parallel = true;
+    for (const Op& op : layer_ops(m, s, LayerKind::dense).ops)
+        if (op.kind == OpKind::gemm)
+            EXPECT_DOUBLE_EQ(op.cast_rows_share, op.name == "qkv_proj" || op.name == "ffn_up" ? 0.25 : 1.0) << op.name;
+    s.sequence_parallel = false;
+    for (const Op& op : layer_ops(m, s, LayerKind::dense).ops) EXPECT_DOUBLE_EQ(op.cast_rows_share, 1.0) << op.name;
+}
+
+// ... and gathers it in fp8 (TransformerEngine issue #1579: tensor-parallel all-gathers in FP8,
+// reduce-scatters in BF16). tiny_llama, 128 tokens of 64 at tp 2: each gather feeding the QKV or
+// the FFN up projection moves 128 x 64 x 1 B forward and again to rebuild the input for the
+// weight gradient; the gradient's reduce-scatter 2 B per element. An MoE block's gather also
+// feeds its bf16 router: full width. Training at fp8 sets 1 B; bf16 2 B; NVFP4 0.5 B.
+TEST(Quantisation, SequenceParallelInputsAreGatheredQuantised) {
+    LayerShape s;
+    s.q_len = s.kv_len = 128;
+    s.tp = 2;
+    s.sequence_parallel = true;
+    s.gather_bytes = 1;
+    auto bytes = [](const LayerOps& l, std::string_view name) {
+        std::vector<double> b;
+        for (const CommOp& c : l.comms)
+            if (c.name == name) b.push_back(c.bytes);
+        return b;
+    };
+    const LayerOps dense = layer_ops(testing::tiny_llama(2), s, LayerKind::dense);
+    EXPECT_EQ(bytes(dense, "sp_all_gather"), (std::vector<double>{8192, 8192}));
+    EXPECT_EQ(bytes(dense, "sp_regather_input"), (std::vector<double>{8192, 8192}));
+    EXPECT_EQ(bytes(dense, "sp_reduce_scatter_grad"), (std::vector<double>{16384, 16384}));
+    EXPECT_EQ(bytes(layer_ops(testing::tiny_moe(), s, LayerKind::moe), "sp_all_gather"), (std::vector<double>{8192, 16384}));
+    s.gather_bytes = 0;
+    EXPECT_EQ(bytes(layer_ops(testing::tiny_llama(2), s, LayerKind::dense), "sp_all_gather"), (std::vector<double>{16384, 16384}));
+    const ModelSpec m = testing::tiny_llama(2);
+    ParallelConfig p;
+    TrainingSpec t;
+    for (const auto& [precision, want] : std::vector<std::pair<Precision, double>>{
+             {Precision::fp8, 1.0}, {Precision::bf16, 2.0}, {Precision::fp4, 0.5}}) {
+        t.precision = precision;
+        EXPECT_DOUBLE_EQ(training_shape(m, p, t).gather_bytes, want) << to_string(precision);
+    }
 }
 
 TEST(LowPrecisionGemm, EachWidthHasItsOwnAsymptote) {

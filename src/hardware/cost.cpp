@@ -193,7 +193,7 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
                 c.bwd_flop = c.wgrad_flop;
             }
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
-                const double fwd_cast = cast_bytes_fwd(g, ctx);
+                const double fwd_cast = cast_bytes_fwd(g, ctx) * op.cast_rows_share;
                 const double kernels = quantisation(ctx).amax_pass ? 2.0 : 1.0;  // amax reduction, then cast
                 c.fwd_s += memory_time_s(fwd_cast, sys) + kernels * lat;
                 c.fwd_bytes += fwd_cast;

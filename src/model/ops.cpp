@@ -93,6 +93,8 @@ void weight_gemm(LayerOps& out, const LayerShape& s, std::string_view name, Gemm
     }
     Op op = gemm_op(name, g.m, g.n, g.k, saved_bytes);
     op.gemm.batch = g.batch;
+    if (split == Split::column && s.sequence_parallel && s.tp > 1 && !summa(s))
+        op.cast_rows_share = 1.0 / static_cast<double>(s.tp);
     if (!s.lora.enabled()) {
         out.ops.push_back(op);
         return;
@@ -115,12 +117,15 @@ void weight_gemm(LayerOps& out, const LayerShape& s, std::string_view name, Gemm
 // is gathered again, overlapped with the data-gradient GEMM); without it, identity forward and
 // all-reduce backward (overlapped with the weight-gradient GEMM).
 // Under SUMMA each GEMM carries its own traffic (summa_comms) and activations stay sharded.
-void enter_tp_region(std::vector<CommOp>& c, const LayerShape& s, double bytes) {
+// `quantised`: the gathered input feeds low-precision GEMMs only, so both gathers move it in
+// LayerShape::gather_bytes per element (the gradient's reduce-scatter stays at full width).
+void enter_tp_region(std::vector<CommOp>& c, const LayerShape& s, double bytes, bool quantised = false) {
     if (s.tp <= 1 || summa(s)) return;
     if (s.sequence_parallel) {
-        c.push_back({"sp_all_gather", Collective::all_gather, CommGroup::tp, Pass::fwd, bytes, 1, false});
+        const double gathered = quantised && s.gather_bytes > 0 ? bytes * s.gather_bytes / s.act_bytes : bytes;
+        c.push_back({"sp_all_gather", Collective::all_gather, CommGroup::tp, Pass::fwd, gathered, 1, false});
         c.push_back({"sp_reduce_scatter_grad", Collective::reduce_scatter, CommGroup::tp, Pass::bwd, bytes, 1, false});
-        c.push_back({"sp_regather_input", Collective::all_gather, CommGroup::tp, Pass::bwd, bytes, 1, true});
+        c.push_back({"sp_regather_input", Collective::all_gather, CommGroup::tp, Pass::bwd, gathered, 1, true});
     } else {
         c.push_back({"tp_all_reduce_grad", Collective::all_reduce, CommGroup::tp, Pass::bwd, bytes, 1, true});
     }
@@ -340,7 +345,7 @@ void rope(LayerOps& out, const Dims& d, double elems_per_token) {
 // projection (column- then row-parallel, Megatron).
 void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
     const double full_act = d.tokens * d.h * d.e;
-    enter_tp_region(out.comms, s, full_act);
+    enter_tp_region(out.comms, s, full_act, true);
     const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
     weight_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv, Split::column);
     if (m.position == PositionKind::rope) rope(out, d, (d.heads + d.kv_heads) * d.d);
@@ -386,7 +391,7 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     }
     // Without a query latent the query projection is column-parallel on the hidden state itself.
     const double q_in = q_lat > 0 ? q_lat : d.h;
-    enter_tp_region(out.comms, s, d.tokens * (q_in + cache) * d.e);
+    enter_tp_region(out.comms, s, d.tokens * (q_in + cache) * d.e, true);
     weight_gemm(out, s, q_lat > 0 ? "q_up_proj" : "q_proj", {d.tokens, d.heads * qk, q_in, 1},
                 q_lat > 0 ? d.tokens_sp * q_lat * d.e : 0.0, qkv);
     if (s.decode) {
@@ -586,7 +591,8 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
     // Folded experts (etp 1 < tp) take each rank's own sequence-parallel tokens: the block enters
     // the tensor-parallel region only for its shared experts.
     const bool tp_region = !(kind == LayerKind::moe && folded_experts(s)) || m.moe.shared_experts > 0;
-    if (tp_region) enter_tp_region(out.comms, s, full_act);
+    // The dense FFN's gather feeds its fp8 up projection; an MoE block's feeds the router too.
+    if (tp_region) enter_tp_region(out.comms, s, full_act, kind == LayerKind::dense);
     feed_forward(out, m, s, d, kind);
     if (tp_region) leave_tp_region(out.comms, s, full_act);
     residual(out, "ffn_residual", m, d);

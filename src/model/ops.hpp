@@ -49,6 +49,10 @@ struct Op {
     // Engine quantises only the layers built from its modules, and Megatron's output layer is not one.
     bool keep_activation_precision = false;
     bool shared_expert = false;  // a shared expert's op: what the expert all-to-all can hide behind
+    // Of a low-precision GEMM's input rows, the share this rank quantises in forward: Transformer
+    // Engine casts a sequence-parallel shard to fp8 and all-gathers that, so a column-parallel
+    // GEMM behind the gather casts 1/tp of the rows it multiplies.
+    double cast_rows_share = 1.0;
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
@@ -83,6 +87,9 @@ struct LayerShape {
     int64_t etp = 0;           // expert tensor parallelism: 0 = tp, 1 = experts whole (ParallelConfig)
     bool sequence_parallel = false;
     double act_bytes = 2;      // bytes per activation element
+    // Per element of a sequence-parallel all-gather that feeds low-precision GEMMs: Transformer
+    // Engine gathers fp8 inputs already quantised (its reduce-scatters stay in bf16). 0: act_bytes.
+    double gather_bytes = 0;
     double kv_bytes = 2;       // bytes per K/V element kept in the cache
     bool decode = false;       // one new token per sequence against a cache (MLA absorbs its up-projections)
     LoraSpec lora;             // LoRA training: base weights frozen, adapters beside the targets

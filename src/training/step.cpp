@@ -423,6 +423,7 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     // sequence_parallel (scenario.cpp and the search set it).
     s.sequence_parallel = p.sequence_parallel && s.tp > 1;
     s.act_bytes = bytes_per_element(activation_precision(t.precision));
+    s.gather_bytes = std::min(s.act_bytes, bytes_per_element(t.precision));
     s.kv_bytes = s.act_bytes;
     s.lora = t.lora;
     return s;
