@@ -107,6 +107,14 @@ void set_degrees(ParallelConfig& p, const Shape& s) {
     p.dp = s.dp;
 }
 
+// The pipeline split a search holds (first/last stage layers, a listed layout) onto p.
+void hold_split(ParallelConfig& p, const LayoutConstraints& f) {
+    p.first_stage_layers = f.first_stage_layers;
+    p.last_stage_layers = f.last_stage_layers;
+    p.layout = f.layout;
+    p.layout_mtp = f.layout_mtp;
+}
+
 // A lower bound on every layout of this shape and ZeRO stage: the step model with zero
 // per-layer costs keeps weights, gradients, optimizer state and fixed overheads, the parts
 // no micro-batch, schedule or recompute choice changes; activations only add to it.
@@ -116,10 +124,7 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     p.offload = f.offload;
     p.vp = v.vp;
     p.split = v.split;
-    p.first_stage_layers = f.first_stage_layers;
-    p.layout = f.layout;
-    p.layout_mtp = f.layout_mtp;
-    p.last_stage_layers = f.last_stage_layers;
+    hold_split(p, f);
     set_degrees(p, s);
     p.zero = zero;
     p.microbatch = 1;
@@ -200,15 +205,12 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         // Every interleaving the model admits, each with its split: the named one, or
                         // what `auto` gives (even, else Megatron's embedding/loss accounting, else
                         // DeepSpeed's uniform split).
+                        ParallelConfig q;
+                        hold_split(q, f);
+                        q.pp = pp;
                         for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
                             if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
-                            ParallelConfig q;
-                            q.pp = pp;
                             q.vp = vp;
-                            q.first_stage_layers = f.first_stage_layers;
-                            q.layout = f.layout;
-                            q.layout_mtp = f.layout_mtp;
-                            q.last_stage_layers = f.last_stage_layers;
                             q.split = f.split ? *f.split : default_split(m.layers, q);
                             if (split_layers(m.layers, q).ok()) {
                                 plan.vps.push_back({vp, q.split});
@@ -416,10 +418,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                       c.system.accel.memory_bytes};
     const int64_t gb = c.training.global_batch;
     ParallelConfig p;
-    p.first_stage_layers = f.first_stage_layers;
-    p.layout = f.layout;
-    p.layout_mtp = f.layout_mtp;
-    p.last_stage_layers = f.last_stage_layers;
+    hold_split(p, f);
     p.sequence_parallel = task.sp;
     p.cp_kind = task.cp_kind;
     p.offload = f.offload;
