@@ -296,6 +296,12 @@ TEST(ModelFamilies, MlaDecodeAttendsOverTheLatent) {
     const LayerOps ops = layer_ops(tiny_mla(), s, LayerKind::dense);
     EXPECT_DOUBLE_EQ(find(ops, "attention").attn_model_flop, 288000.0);
     EXPECT_DOUBLE_EQ(find(ops, "attention").attn_kv_elems, 20000.0);
+    // The read is the latent itself at any size: a thousandth of a sequence per micro-batch
+    // against one cached token reads 0.02 elements (not the 36 x 0.001 an expanded K and V would).
+    LayerShape tiny = s;
+    tiny.batch = 0.001;
+    tiny.kv_len = 1;
+    EXPECT_DOUBLE_EQ(find(layer_ops(tiny_mla(), tiny, LayerKind::dense), "attention").attn_kv_elems, 0.02);
     // W_UK (4 heads x 8 x 16) and W_UV (4 x 16 x 8) are kv_up's weights, applied per token.
     EXPECT_DOUBLE_EQ(find(ops, "q_absorb_uk").gemm.batch, 4);
     EXPECT_DOUBLE_EQ(find(ops, "o_absorb_uv").gemm.k, 16);
