@@ -2,6 +2,8 @@
 // activation memory and placement of the grid's two groups, against hand computation.
 #include <gtest/gtest.h>
 
+#include <string_view>
+
 #include <string>
 
 #include "hardware/cost.hpp"
@@ -80,6 +82,10 @@ TEST(Summa, PanelTrafficPerGemm) {
     for (const char* name : {"summa_bcast_x", "summa_bcast_w", "summa_bcast_w_dgrad", "summa_reduce_dx",
                              "summa_bcast_x_wgrad", "summa_reduce_dw"})
         EXPECT_EQ(count_named(ops, name), 4) << name;
+    // Each is one collective of its panel bytes per GEMM (the nb panels together move what one
+    // all-gather or reduce-scatter of the whole panel row or column does).
+    for (const CommOp& c : ops.comms)
+        if (std::string_view(c.name).starts_with("summa_")) EXPECT_DOUBLE_EQ(c.count, 1) << c.name;
     // qkv: X's panel row [256, 1024] x 2 bytes over the grid row; W's panel column [1024, 1536].
     const CommOp& x = comm_named(ops, "summa_bcast_x", 0);
     EXPECT_EQ(x.group, CommGroup::tp);
