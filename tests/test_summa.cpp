@@ -2,9 +2,8 @@
 // activation memory and placement of the grid's two groups, against hand computation.
 #include <gtest/gtest.h>
 
-#include <string_view>
-
 #include <string>
+#include <string_view>
 
 #include "hardware/cost.hpp"
 #include "model/ops.hpp"
