@@ -90,6 +90,17 @@ TEST(Collectives, ZeroBytesCostNothing) {
     EXPECT_EQ(ring_time_s(Collective::p2p, 0, 2, s.scale_out), 0.0);
 }
 
+// A level of one GPU moves nothing and waits for no one, whatever the buffer: every collective,
+// the point-to-point send included (it has no other end there).
+TEST(Collectives, OneGpuCostsNothing) {
+    const SystemSpec s = h100();
+    for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::all_to_all,
+                         Collective::p2p}) {
+        EXPECT_EQ(ring_time_s(c, 1e9, 1, s.scale_up), 0.0);
+        EXPECT_EQ(ring_time_s(c, 1e9, 1, s.scale_out), 0.0);
+    }
+}
+
 // A group whose members sit `stride` ranks apart, over `gpus` ranks filling domains of 8 in order.
 TEST(Collectives, PlacementOfUnevenGroups) {
     auto eq = [](GroupSpan g, int64_t size, int64_t l, int64_t r) { return g.size == size && g.local == l && g.remote == r; };

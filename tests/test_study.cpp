@@ -591,6 +591,11 @@ TEST(SearchFloor, TheAverageStageTimesMicroBatchesAndBubble) {
     p.pp = 1;
     p.dp = 64;  // 24 micro-batches
     EXPECT_NEAR(step_time_floor_s(c, p, lc), 24.0 * (96.0 * 4e-3 + 12e-3), 1e-12);
+    // The tensor-engaged part of a micro-batch sums the same blocks: 96 x 0.5 ms + 1 ms + 3 ms.
+    lc.layer[idx(LayerKind::dense)].work.tensor_s = 0.5e-3;
+    lc.embedding.work.tensor_s = 1e-3;
+    lc.head.work.tensor_s = 3e-3;
+    EXPECT_NEAR(micro_batch_tensor_s(s.model, lc), 96 * 0.5e-3 + 4e-3, 1e-15);
 }
 
 TEST(SearchFloor, PruningKeepsTheCheapestLayout) {
