@@ -38,6 +38,12 @@ inline Expected<Scenario> load(const std::string& text, const std::vector<std::s
     return build_scenario(over.value(), purpose);
 }
 
+// The one-line refusal a training scenario gets, or "" when it builds.
+inline std::string refusal(const std::string& json) {
+    const Expected<Scenario> s = load(json);
+    return s.ok() ? std::string() : s.error().message();
+}
+
 inline Scenario scenario(const std::string& json, Purpose purpose = Purpose::train) {
     auto doc = parse_scenario_text(json, "test");
     EXPECT_TRUE(doc.ok()) << (doc.ok() ? "" : doc.error().message());

@@ -21,7 +21,17 @@ namespace {
 using testing::round_system;
 using testing::step_over;
 
+using testing::op_named;
 using testing::tiny_moe;
+
+// The expert-layer hand cases' micro-batch: 2 sequences of 128 tokens, experts over ep 2.
+LayerShape two_sequences_over_ep2() {
+    LayerShape sh;
+    sh.batch = 2;
+    sh.q_len = sh.kv_len = 128;
+    sh.ep = 2;
+    return sh;
+}
 
 constexpr double kFinalNorm = 64;
 constexpr double kDense = 4 * 17024 + 64000 + 64000 + kFinalNorm;  // 196,160 (embedding, head, final norm)
@@ -120,16 +130,8 @@ TEST(MoeMemory, Gpt18TOptimizerStateOverTheMachine) {
 // times (dispatch and combine, forward and backward).
 TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     const ModelSpec m = tiny_moe();
-    LayerShape sh;
-    sh.batch = 2;
-    sh.q_len = sh.kv_len = 128;
-    sh.ep = 2;
-    auto gemm = [](const LayerOps& l, std::string_view name) {
-        for (const Op& op : l.ops)
-            if (op.name == name) return op.gemm;
-        ADD_FAILURE() << name;
-        return GemmShape{};
-    };
+    LayerShape sh = two_sequences_over_ep2();
+    auto gemm = [](const LayerOps& l, std::string_view name) { return op_named(l, name).gemm; };
     auto a2a = [](const LayerOps& l) {
         std::vector<double> b;
         for (const CommOp& c : l.comms)
@@ -156,16 +158,10 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     // Saved inputs: the router's 256 x 64, the experts' 512 copies x 64 and x 128, at 2 bytes. The
     // gated activation reads 512 x 2 x 128 and writes 512 x 128 elements (393,216 bytes), 7 FLOP
     // per output, and keeps its input (262,144 bytes).
-    auto op = [](const LayerOps& ops, std::string_view name) {
-        for (const Op& o : ops.ops)
-            if (o.name == name) return o;
-        ADD_FAILURE() << name;
-        return Op{};
-    };
-    EXPECT_DOUBLE_EQ(op(l, "moe_router").saved_bytes, 32768);
-    EXPECT_DOUBLE_EQ(op(l, "expert_up").saved_bytes, 65536);
-    EXPECT_DOUBLE_EQ(op(l, "expert_down").saved_bytes, 131072);
-    const Op act = op(l, "expert_act");
+    EXPECT_DOUBLE_EQ(op_named(l, "moe_router").saved_bytes, 32768);
+    EXPECT_DOUBLE_EQ(op_named(l, "expert_up").saved_bytes, 65536);
+    EXPECT_DOUBLE_EQ(op_named(l, "expert_down").saved_bytes, 131072);
+    const Op& act = op_named(l, "expert_act");
     EXPECT_DOUBLE_EQ(act.bytes, 393216);
     EXPECT_DOUBLE_EQ(act.saved_bytes, 262144);
     EXPECT_DOUBLE_EQ(act.vector_flop, 7 * 512 * 128);
@@ -181,7 +177,7 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     // With sequence parallelism the router's input is kept as the rank's 128-token shard
     // (regathered for backward, as Megatron does): 128 x 64 x 2 bytes.
     tp2.sequence_parallel = true;
-    EXPECT_DOUBLE_EQ(op(layer_ops(m, tp2, LayerKind::moe), "moe_router").saved_bytes, 16384);
+    EXPECT_DOUBLE_EQ(op_named(layer_ops(m, tp2, LayerKind::moe), "moe_router").saved_bytes, 16384);
     // Top-1 halves the copies and the traffic; ep 1 has none.
     ModelSpec top1 = m;
     top1.moe.top_k = 1;
@@ -194,7 +190,7 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
     EXPECT_DOUBLE_EQ(gemm(ls, "expert_up").m, 192);
     EXPECT_DOUBLE_EQ(gemm(ls, "expert_down").m, 192);
     EXPECT_EQ(a2a(ls), (std::vector<double>(4, 98304)));
-    EXPECT_DOUBLE_EQ(op(ls, "expert_up").saved_bytes, 98304);
+    EXPECT_DOUBLE_EQ(op_named(ls, "expert_up").saved_bytes, 98304);
     sh.ep = 1;
     EXPECT_TRUE(a2a(layer_ops(m, sh, LayerKind::moe)).empty());
     EXPECT_EQ(gemm(layer_ops(m, sh, LayerKind::moe), "expert_up").batch, 8);
@@ -211,27 +207,18 @@ TEST(MoeMemory, ExpertLayerShapesAndAllToAllBytes) {
 // writes the copies' gradient: 3 x 65,536 + 32,768 = 229,376 bytes, 7/3 of the forward.
 TEST(MoeMemory, TokensArePermutedIntoExpertOrderAndBack) {
     const ModelSpec m = tiny_moe();
-    LayerShape sh;
-    sh.batch = 2;
-    sh.q_len = sh.kv_len = 128;
-    sh.ep = 2;
+    LayerShape sh = two_sequences_over_ep2();
     auto names = [](const LayerOps& l) {
         std::vector<std::string> out;
         for (const Op& o : l.ops)
             if (o.name.starts_with("moe_") || o.name.starts_with("expert_")) out.emplace_back(o.name);
         return out;
     };
-    auto op = [](const LayerOps& l, std::string_view name) {
-        for (const Op& o : l.ops)
-            if (o.name == name) return o;
-        ADD_FAILURE() << name;
-        return Op{};
-    };
     const LayerOps l = layer_ops(m, sh, LayerKind::moe);
     EXPECT_EQ(names(l), (std::vector<std::string>{"moe_router", "moe_permute", "moe_sort_chunks", "expert_up",
                                                   "expert_act", "expert_down", "moe_unsort_chunks", "moe_unpermute"}));
-    const Op permute = op(l, "moe_permute"), sort = op(l, "moe_sort_chunks"), unsort = op(l, "moe_unsort_chunks"),
-             unpermute = op(l, "moe_unpermute");
+    const Op &permute = op_named(l, "moe_permute"), &sort = op_named(l, "moe_sort_chunks"),
+             &unsort = op_named(l, "moe_unsort_chunks"), &unpermute = op_named(l, "moe_unpermute");
     for (const Op& o : {permute, sort, unsort}) {
         EXPECT_EQ(o.kind, OpKind::elementwise) << o.name;
         EXPECT_DOUBLE_EQ(o.bytes, 131072) << o.name;
@@ -246,9 +233,9 @@ TEST(MoeMemory, TokensArePermutedIntoExpertOrderAndBack) {
     ModelSpec skewed = m;
     skewed.moe.load_imbalance = 1.5;
     const LayerOps ls = layer_ops(skewed, sh, LayerKind::moe);
-    EXPECT_DOUBLE_EQ(op(ls, "moe_sort_chunks").bytes, 196608);
-    EXPECT_DOUBLE_EQ(op(ls, "moe_permute").bytes, 131072);
-    EXPECT_DOUBLE_EQ(op(ls, "moe_unpermute").bytes, 98304);
+    EXPECT_DOUBLE_EQ(op_named(ls, "moe_sort_chunks").bytes, 196608);
+    EXPECT_DOUBLE_EQ(op_named(ls, "moe_permute").bytes, 131072);
+    EXPECT_DOUBLE_EQ(op_named(ls, "moe_unpermute").bytes, 98304);
     // One expert per rank (ep 8) or every expert on one GPU (ep 1): the copies arrive in expert
     // order, nothing to regroup.
     for (const int64_t ep : {1, 8}) {
@@ -267,20 +254,12 @@ TEST(MoeMemory, TokensArePermutedIntoExpertOrderAndBack) {
 // no tensor-parallel region: the only tp collectives are attention's.
 TEST(MoeMemory, FoldedExpertsRouteTheirOwnTokens) {
     const ModelSpec m = tiny_moe();
-    LayerShape sh;
-    sh.batch = 2;
-    sh.q_len = sh.kv_len = 128;
+    LayerShape sh = two_sequences_over_ep2();
     sh.tp = 2;
     sh.sequence_parallel = true;
-    sh.ep = 2;
     sh.etp = 1;
     const LayerOps l = layer_ops(m, sh, LayerKind::moe);
-    auto gemm = [&](std::string_view name) {
-        for (const Op& op : l.ops)
-            if (op.name == name) return op.gemm;
-        ADD_FAILURE() << name;
-        return GemmShape{};
-    };
+    auto gemm = [&](std::string_view name) { return op_named(l, name).gemm; };
     const GemmShape router = gemm("moe_router"), up = gemm("expert_up"), down = gemm("expert_down");
     EXPECT_EQ((std::vector<double>{router.m, router.n, router.k}), (std::vector<double>{128, 8, 64}));
     EXPECT_EQ((std::vector<double>{up.m, up.n, up.k, up.batch}), (std::vector<double>{64, 256, 64, 4}));

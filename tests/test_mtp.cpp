@@ -13,6 +13,8 @@
 namespace sm {
 namespace {
 
+using testing::op_named;
+using testing::refusal;
 using testing::round_system;
 using testing::tiny_llama;
 using testing::tiny_moe;
@@ -81,12 +83,8 @@ TEST(Mtp, TheHeadBlockRunsEachModuleBeforeTheModelsOutput) {
     for (const char* n : {"mtp_final_norm", "mtp_lm_head", "mtp_cross_entropy", "final_norm", "lm_head", "cross_entropy"})
         want.emplace_back(n);
     EXPECT_EQ(names(head), want);
-    for (const Op& o : head.ops)
-        if (o.name == "mtp_eh_proj") {
-            EXPECT_DOUBLE_EQ(o.gemm.m, 256);
-            EXPECT_DOUBLE_EQ(o.gemm.n, 32);
-            EXPECT_DOUBLE_EQ(o.gemm.k, 128);
-        }
+    const GemmShape& proj = op_named(head, "mtp_eh_proj").gemm;
+    EXPECT_EQ((std::vector<double>{proj.m, proj.n, proj.k}), (std::vector<double>{256, 32, 128}));
     EXPECT_EQ(names(head_ops(m, s, false)), (std::vector<std::string>{"final_norm", "lm_head"}));
     m.mtp_layers = 2;
     EXPECT_EQ(names(head_ops(m, s, true)).size(), 2 * (want.size() - 3) + 3);
@@ -145,12 +143,6 @@ TEST(Mtp, AModulesExpertsAreShardedOverEp) {
     EXPECT_DOUBLE_EQ(training_stages({m, sys, t}, p)[0].memory.weights_bytes -
                          training_stages({none, sys, t}, p)[0].memory.weights_bytes,
                      2 * (dense / 2 + 196608 / 2.0));
-}
-
-std::string refusal(const std::string& json) {
-    auto doc = parse_scenario_text(json, "test");
-    auto s = build_scenario(doc.value(), Purpose::train);
-    return s.ok() ? std::string() : s.error().message();
 }
 
 // Megatron-Core's layout places each module with an 'm' in the last stage; the count must be the

@@ -342,11 +342,7 @@ TEST(Stages, InterleavedSendReceiveOverlapsCompute) {
 }
 
 // Scenarios: the published uneven layouts run; what no framework runs is refused, naming the field.
-std::string refusal(const std::string& json) {
-    auto doc = parse_scenario_text(json, "test");
-    auto s = build_scenario(doc.value(), Purpose::train);
-    return s.ok() ? std::string() : s.error().message();
-}
+using testing::refusal;
 
 TEST(Stages, PublishedUnevenLayoutsRunAndImpossibleOnesAreRefused) {
     const std::string llama = R"({"model": {"preset": "llama3.1-405b"}, "system": {"preset": "dgx-h100"},
