@@ -101,8 +101,10 @@ TEST(Quantisation, ASequenceParallelShardIsCastBeforeItIsGathered) {
 // ... and gathers it in fp8 (TransformerEngine issue #1579: tensor-parallel all-gathers in FP8,
 // reduce-scatters in BF16). tiny_llama, 128 tokens of 64 at tp 2: each gather feeding the QKV or
 // the FFN up projection moves 128 x 64 x 1 B forward and again to rebuild the input for the
-// weight gradient; the gradient's reduce-scatter 2 B per element. An MoE block's gather also
-// feeds its bf16 router: full width. Training at fp8 sets 1 B; bf16 2 B; NVFP4 0.5 B.
+// weight gradient; the gradient's reduce-scatter 2 B per element. An MoE block routes each rank's
+// own tokens and gathers none (its dispatcher's collectives are bf16); with a shared expert it
+// gathers them for that expert's up projection alone, quantised. Training at fp8 sets 1 B; bf16
+// 2 B; NVFP4 0.5 B.
 TEST(Quantisation, SequenceParallelInputsAreGatheredQuantised) {
     LayerShape s;
     s.q_len = s.kv_len = 128;
@@ -119,7 +121,11 @@ TEST(Quantisation, SequenceParallelInputsAreGatheredQuantised) {
     EXPECT_EQ(bytes(dense, "sp_all_gather"), (std::vector<double>{8192, 8192}));
     EXPECT_EQ(bytes(dense, "sp_regather_input"), (std::vector<double>{8192, 8192}));
     EXPECT_EQ(bytes(dense, "sp_reduce_scatter_grad"), (std::vector<double>{16384, 16384}));
-    EXPECT_EQ(bytes(layer_ops(testing::tiny_moe(), s, LayerKind::moe), "sp_all_gather"), (std::vector<double>{8192, 16384}));
+    EXPECT_EQ(bytes(layer_ops(testing::tiny_moe(), s, LayerKind::moe), "sp_all_gather"), (std::vector<double>{8192}));
+    ModelSpec shared = testing::tiny_moe();
+    shared.moe.shared_experts = 1;
+    shared.moe.shared_expert_ffn_hidden = 128;
+    EXPECT_EQ(bytes(layer_ops(shared, s, LayerKind::moe), "sp_all_gather"), (std::vector<double>{8192, 8192}));
     s.gather_bytes = 0;
     EXPECT_EQ(bytes(layer_ops(testing::tiny_llama(2), s, LayerKind::dense), "sp_all_gather"), (std::vector<double>{16384, 16384}));
     const ModelSpec m = testing::tiny_llama(2);

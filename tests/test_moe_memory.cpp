@@ -247,6 +247,63 @@ TEST(MoeMemory, TokensArePermutedIntoExpertOrderAndBack) {
     }
 }
 
+// Experts split over tp 2 (etp = tp) under sequence parallelism, as Megatron-Core's alltoall
+// dispatcher runs them (core_v0.12 token_dispatcher.py): the MoE layer takes each rank's own 128
+// of the 256 tokens, routes them (router [128, 8, 64]) and permutes their 256 copies (2 x 256 x 64
+// x 2 = 65,536 bytes); each all-to-all moves those copies (32,768 bytes); then the tensor-parallel
+// group gathers what its two ranks received, 512 copies (65,536 bytes), regroups them by local
+// expert (4 of them, ep 2: 2 x 65,536 bytes) and runs each expert's half width (64, gated: 128
+// columns) on 128 rows; the outputs are reduce-scattered back before the combine. The block
+// gathers no tokens of its own: 5 tp collectives for attention, 4 for the dispatcher.
+TEST(MoeMemory, SplitExpertsGatherTheirTensorParallelGroupsCopies) {
+    const ModelSpec m = tiny_moe();
+    LayerShape sh = two_sequences_over_ep2();
+    sh.tp = 2;
+    sh.sequence_parallel = true;
+    const LayerOps l = layer_ops(m, sh, LayerKind::moe);
+    auto gemm = [&](std::string_view name) {
+        const GemmShape g = op_named(l, name).gemm;
+        return std::vector<double>{g.m, g.n, g.k, g.batch};
+    };
+    EXPECT_EQ(gemm("moe_router"), (std::vector<double>{128, 8, 64, 1}));
+    EXPECT_EQ(gemm("expert_up"), (std::vector<double>{128, 128, 64, 4}));
+    EXPECT_EQ(gemm("expert_down"), (std::vector<double>{128, 64, 64, 4}));
+    EXPECT_DOUBLE_EQ(op_named(l, "moe_permute").bytes, 65536);
+    EXPECT_DOUBLE_EQ(op_named(l, "moe_sort_chunks").bytes, 131072);
+    EXPECT_DOUBLE_EQ(op_named(l, "moe_unsort_chunks").bytes, 131072);
+    EXPECT_DOUBLE_EQ(op_named(l, "expert_up").saved_bytes, 65536);
+    // The gathered copies are cast whole: the experts are no sequence-parallel region.
+    EXPECT_DOUBLE_EQ(op_named(l, "expert_up").cast_rows_share, 1);
+    std::vector<std::string> names;
+    int tp_comms = 0;
+    for (const CommOp& c : l.comms) {
+        tp_comms += c.group == CommGroup::tp;
+        if (!c.name.starts_with("moe_")) continue;
+        names.emplace_back(c.name);
+        EXPECT_DOUBLE_EQ(c.bytes, c.group == CommGroup::ep ? 32768 : 65536) << c.name;
+        EXPECT_FALSE(c.overlappable) << c.name;
+        EXPECT_EQ(c.pass, std::string_view(c.name).ends_with("_grad") ? Pass::bwd : Pass::fwd) << c.name;
+        const bool gathers = std::string_view(c.name).find("all_gather") != std::string_view::npos;
+        if (c.group == CommGroup::tp)
+            EXPECT_EQ(c.kind, gathers ? Collective::all_gather : Collective::reduce_scatter) << c.name;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"moe_dispatch", "moe_dispatch_grad", "moe_tp_all_gather",
+                                               "moe_tp_reduce_scatter_grad", "moe_tp_reduce_scatter",
+                                               "moe_tp_all_gather_grad", "moe_combine", "moe_combine_grad"}));
+    EXPECT_EQ(tp_comms, 9);
+    // Without expert parallelism the gathered copies still come from two ranks: regrouped too.
+    sh.ep = 1;
+    const LayerOps l1 = layer_ops(m, sh, LayerKind::moe);
+    EXPECT_DOUBLE_EQ(op_named(l1, "moe_sort_chunks").bytes, 131072);
+    EXPECT_DOUBLE_EQ(op_named(l1, "expert_up").gemm.m, 64);
+    // One expert per rank (ep 8): a single GEMM, still cast whole, nothing to regroup.
+    sh.ep = 8;
+    const LayerOps l8 = layer_ops(m, sh, LayerKind::moe);
+    EXPECT_DOUBLE_EQ(op_named(l8, "expert_up").gemm.batch, 1);
+    EXPECT_DOUBLE_EQ(op_named(l8, "expert_up").cast_rows_share, 1);
+    EXPECT_EQ(testing::count_named(l8, "moe_sort_chunks"), 0);
+}
+
 // Expert tensor parallelism 1 under tp 2 with sequence parallelism (Megatron-Core's MoE parallel
 // folding): each rank routes its own 128 of the 256 tokens (256 copies at top-2), keeps whole
 // experts (width 128, gated: 256 columns) and, with ep 2, 4 of them: 64 rows each. The router

@@ -436,11 +436,12 @@ struct FfnNames {
 // projection, activation (backward needs its input: both halves when gated), down projection
 // (backward needs the activation's output). `in_saved`: the input kept for the up projection.
 void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const FfnNames& names, double rows,
-         double batch, double f, double in_saved) {
+         double batch, double f, double in_saved, bool experts = false) {
     const ActCost act = activation_cost(m.ffn_act);
     const double elems = rows * batch * f;  // activation outputs
-    // SUMMA is refused for experts (scenario.cpp): only the dense FFN (batch 1) is a grid GEMM.
-    const Split up = batch == 1 ? Split::column : Split::none, down = batch == 1 ? Split::row : Split::none;
+    // Experts are no tensor-parallel region of their own (their tokens come gathered by the
+    // dispatcher, cast whole) and SUMMA is refused for them (scenario.cpp).
+    const Split up = experts ? Split::none : Split::column, down = experts ? Split::none : Split::row;
     weight_gemm(out, s, names.up, {rows, act.halves * f, d.h, batch}, in_saved, LoraTarget::linear_fc1, up);
     out.ops.push_back(elementwise_op(names.act, (act.halves + 1.0) * elems * d.e, act.halves * elems * d.e, 2.0, act.flop * elems));
     weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2, down);
@@ -457,25 +458,32 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         ffn(out, m, s, d, {"ffn_up", "ffn_act", "ffn_down"}, d.tokens, 1, static_cast<double>(m.ffn_hidden) / tp, in_saved);
         return;
     }
-    // Mixture of experts: router, all-to-all dispatch over the expert-parallel group, the local
-    // experts as a grouped GEMM (balanced routing), all-to-all combine; shared experts as one
-    // tensor-parallel FFN of their summed width on every token (Megatron's shared_expert).
+    // Mixture of experts as Megatron-Core's alltoall dispatcher runs it (core_v0.12
+    // token_dispatcher.py: permute, all-to-all over ep, all-gather over the expert
+    // tensor-parallel group, sort by local expert; the reverse after the experts) behind its MoE
+    // layer, which takes the sequence-parallel shard: the router, the permutation and the
+    // all-to-alls see this rank's own tokens (T/tp under sequence parallelism). Experts split
+    // over tp (etp = tp) then gather what the tensor-parallel group received, so each rank runs
+    // its slice of every local expert's width on all of it; whole experts (etp 1, parallel
+    // folding) do not. Shared experts are one tensor-parallel FFN of their summed width on every
+    // token (Megatron's shared_expert), gathered by the block.
     const double experts = static_cast<double>(m.moe.experts);
     const double topk = static_cast<double>(m.moe.top_k);
     const double ep = static_cast<double>(s.ep);
-    // Folded, each rank routes its own 1/tp of the tokens and holds whole experts; otherwise the
-    // tensor-parallel group routes the gathered tokens and splits every expert's width.
     const bool folded = folded_experts(s);
-    const double own = folded ? d.tokens_sp : d.tokens;
+    const double own = d.tokens_sp;
+    const double gather = s.sequence_parallel && !folded ? tp : 1.0;
     const double expert_width = static_cast<double>(m.moe.expert_ffn_hidden) / (folded ? 1.0 : tp);
-    // Token copies this GPU's experts process: the busiest expert-parallel rank's share.
+    // Token copies this GPU receives: the busiest expert-parallel rank's share; its experts run
+    // on the tensor-parallel group's.
     const double routed = own * topk * (s.ep > 1 ? m.moe.load_imbalance : 1.0);
+    const double rows = routed * gather;
     const double local_experts = experts / ep;
     const bool shared = m.moe.shared_experts > 0;
 
     // The router and the shared experts read the same input; it is kept once.
     weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
-    const double a2a = routed * d.h * d.e;
+    const double a2a = routed * d.h * d.e, gathered = rows * d.h * d.e;
     // Token permutation, memory-bound (Megatron-Core's alltoall dispatcher; TensorRT-LLM's
     // expand/finalize kernels): each token's top_k copies are gathered into expert order before
     // dispatch (read and write every copy) and after the combine scattered back, weighted by their
@@ -488,10 +496,15 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
     }
-    // Received copies arrive grouped by source rank; more than one local expert needs them
-    // regrouped by expert before the grouped GEMM and back again after it.
-    const bool regroup = s.ep > 1 && local_experts > 1;
-    if (regroup) out.ops.push_back(elementwise_op("moe_sort_chunks", 2.0 * a2a, 0.0, 1.0));
+    // In bf16 (the dispatcher's own collectives), not hidden: the experts wait for them.
+    if (gather > 1) {
+        out.comms.push_back({"moe_tp_all_gather", Collective::all_gather, CommGroup::tp, Pass::fwd, gathered, 1, false});
+        out.comms.push_back({"moe_tp_reduce_scatter_grad", Collective::reduce_scatter, CommGroup::tp, Pass::bwd, gathered, 1, false});
+    }
+    // Copies from more than one source rank arrive grouped by source; more than one local
+    // expert needs them regrouped by expert before the grouped GEMM and back again after it.
+    const bool regroup = (s.ep > 1 || gather > 1) && local_experts > 1;
+    if (regroup) out.ops.push_back(elementwise_op("moe_sort_chunks", 2.0 * gathered, 0.0, 1.0));
     // Decoding a few tokens touches only some experts, and a grouped GEMM reads the weights of
     // those alone: each of the expert-parallel group's own x ep tokens picks top_k of the experts,
     // so a local expert is left idle with probability (1 - top_k / experts)^(own x ep) (uniform,
@@ -499,9 +512,13 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // rounding), so only decode steps take the expectation.
     const double touched =
         s.decode ? local_experts * (1.0 - std::pow(1.0 - topk / experts, own * ep)) : local_experts;
-    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, routed / touched, touched, expert_width,
-        routed * d.h * d.e);
-    if (regroup) out.ops.push_back(elementwise_op("moe_unsort_chunks", 2.0 * a2a, 0.0, 1.0));
+    ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, rows / touched, touched, expert_width, gathered,
+        true);
+    if (regroup) out.ops.push_back(elementwise_op("moe_unsort_chunks", 2.0 * gathered, 0.0, 1.0));
+    if (gather > 1) {
+        out.comms.push_back({"moe_tp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, Pass::fwd, gathered, 1, false});
+        out.comms.push_back({"moe_tp_all_gather_grad", Collective::all_gather, CommGroup::tp, Pass::bwd, gathered, 1, false});
+    }
     if (s.ep > 1) {
         out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
         out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
@@ -588,11 +605,12 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
 
     norm(out, "ffn_norm", m, d, d.h);
     norm_stats(out, m, s, d);
-    // Folded experts (etp 1 < tp) take each rank's own sequence-parallel tokens: the block enters
-    // the tensor-parallel region only for its shared experts.
-    const bool tp_region = !(kind == LayerKind::moe && folded_experts(s)) || m.moe.shared_experts > 0;
-    // The dense FFN's gather feeds its fp8 up projection; an MoE block's feeds the router too.
-    if (tp_region) enter_tp_region(out.comms, s, full_act, kind == LayerKind::dense);
+    // Under sequence parallelism an MoE block routes each rank's own tokens (feed_forward): it
+    // enters the tensor-parallel region only for its shared experts, whose gather, like the dense
+    // FFN's, feeds a low-precision up projection alone.
+    const bool own_tokens = kind == LayerKind::moe && s.sequence_parallel && s.tp > 1;
+    const bool tp_region = !own_tokens || m.moe.shared_experts > 0;
+    if (tp_region) enter_tp_region(out.comms, s, full_act, true);
     feed_forward(out, m, s, d, kind);
     if (tp_region) leave_tp_region(out.comms, s, full_act);
     residual(out, "ffn_residual", m, d);
