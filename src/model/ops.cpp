@@ -691,12 +691,17 @@ struct OutputNames {
     std::string_view norm, head, loss;
 };
 
+// The final norm and the entry into the column-parallel output layer.
+void final_norm(LayerOps& out, std::string_view name, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    norm(out, name, m, d, d.h);
+    norm_stats(out, m, s, d);
+    enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
+}
+
 // Final norm, vocabulary-parallel output layer and (training) cross-entropy of a language model.
 void lm_output(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const OutputNames& names,
                bool with_loss) {
-    norm(out, names.norm, m, d, d.h);
-    norm_stats(out, m, s, d);
-    enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
+    final_norm(out, names.norm, m, s, d);
     const double v = static_cast<double>(m.vocab) / static_cast<double>(s.tp);
     weight_gemm(out, s, names.head, {d.tokens, v, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::none, Split::column);
     // Training keeps the output layer in bf16 under fp8/fp4 (see Op); a serving engine's choice
@@ -741,9 +746,7 @@ void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_
     reset(out);
     const Dims d = dims(m, s);
     if (m.kind == ModelKind::vit) {
-        norm(out, "final_norm", m, d, d.h);
-        norm_stats(out, m, s, d);
-        enter_tp_region(out.comms, s, d.tokens * d.h * d.e);
+        final_norm(out, "final_norm", m, s, d);
         regression_head(out, m, s, d, with_loss);
         return;
     }

@@ -74,11 +74,10 @@ StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const Parall
     r.embed_time_s = lc.embedding.total_s();
     r.head_time_s = lc.head.total_s();
     r.embed_params = pc.embedding / tp;
-    // A tied output layer keeps its own copy of the word embedding on the last stage; so does
-    // multi-token prediction, whose modules embed the next tokens there.
-    const double words = as_d(m.vocab) * as_d(m.hidden);
-    const double head = (m.tied_embeddings && p.pp > 1 ? words : pc.lm_head) +
-                        (m.mtp_layers > 0 && p.pp > 1 && !m.tied_embeddings ? words : 0.0);
+    // Off the first stage, a tied output layer (whose lm_head count is 0) and multi-token
+    // prediction, whose modules embed the next tokens, each need the word embedding: one copy.
+    const bool words_copy = p.pp > 1 && (m.tied_embeddings || m.mtp_layers > 0);
+    const double head = pc.lm_head + (words_copy ? as_d(m.vocab) * as_d(m.hidden) : 0.0);
     const double expert_ranks = as_d(p.expert_tp() * p.ep);
     r.head_experts = pc.mtp.experts / expert_ranks;
     r.head_params = head / tp + pc.final_norm + (pc.mtp.total - pc.mtp.experts) / tp + r.head_experts;
