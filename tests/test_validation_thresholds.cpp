@@ -59,12 +59,12 @@ constexpr size_t kNvidia2025Rows = kDgxcRows + 4 + 2;
 constexpr Gate kGates[] = {
     {"imec", 22, 0.045, 0.108},     {"korthikanti", 9, 0.039, 0.081}, {"narayanan", 10, 0.067, 0.157},
     {"nemo2407", 7, 0.070, 0.144},  {"vtrain", 109, 0.103, 0.446},
-    // Measured 7.6% mean; 63.3% worst (DeepSeek-V3 on GB200, explained); past 22% only those three
-    // and Maverick on 512 H100s (+29/+31%, explained).
-    {"dgxc", kDgxcRows, 0.076, 0.640, 0.220},
+    // Measured 7.2% mean (session 16); 62.8% worst (DeepSeek-V3 on GB200, explained); past 22%
+    // only those three (Maverick on 512 H100s, +29/+31% until session 16, is now within 7%).
+    {"dgxc", kDgxcRows, 0.073, 0.640, 0.220},
     // GB200 rows of NeMo's performance pages whose recompute mode the release's configs give:
-    // 7.4% and 4.2% mean with Blackwell's clock_fraction 0.8 (fitted on the 18 GB200 rows).
-    {"nemo2504", 4, 0.075, 0.110, 0},   {"nemo2507", 2, 0.045, 0.050, 0},
+    // 6.6% and 2.6% mean with Blackwell's clock_fraction 0.784 (fitted on the 18 GB200 rows).
+    {"nemo2504", 4, 0.070, 0.110, 0},   {"nemo2507", 2, 0.035, 0.050, 0},
     {"trtllm output_tokens_per_s_per_gpu", 88, 0.137, 1.070},
     {"trtllm output_tokens_per_s_per_gpu_max", 74, 0.190, 1.080},
     {"trtllm ttft_s", 44, 0.130, 0.580},
@@ -129,7 +129,7 @@ TEST(ValidationThresholds, EverySetWithinItsMeanAndWorst) {
 
 TEST(ValidationThresholds, AllRowsTogether) {
     const ValidationSummary s = summarize(report().cases);
-    EXPECT_LE(s.mean_abs_error, 0.105);  // 10.40% (562 rows, session 15)
+    EXPECT_LE(s.mean_abs_error, 0.104);  // 10.29% (562 rows, session 16)
     EXPECT_LE(s.max_abs_error, 1.080) << s.worst_id;
 }
 
