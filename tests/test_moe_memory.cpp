@@ -284,8 +284,9 @@ TEST(MoeMemory, SplitExpertsGatherTheirTensorParallelGroupsCopies) {
         EXPECT_FALSE(c.overlappable) << c.name;
         EXPECT_EQ(c.pass, std::string_view(c.name).ends_with("_grad") ? Pass::bwd : Pass::fwd) << c.name;
         const bool gathers = std::string_view(c.name).find("all_gather") != std::string_view::npos;
-        if (c.group == CommGroup::tp)
+        if (c.group == CommGroup::tp) {
             EXPECT_EQ(c.kind, gathers ? Collective::all_gather : Collective::reduce_scatter) << c.name;
+        }
     }
     EXPECT_EQ(names, (std::vector<std::string>{"moe_dispatch", "moe_dispatch_grad", "moe_tp_all_gather",
                                                "moe_tp_reduce_scatter_grad", "moe_tp_reduce_scatter",

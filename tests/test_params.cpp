@@ -145,7 +145,7 @@ TEST(Params, EveryPresetParses) {
         auto s = parse_system(j.value(), name);
         EXPECT_TRUE(s.ok()) << name << ": " << (s.ok() ? "" : s.error().message());
     }
-    EXPECT_EQ(model_preset_names().size(), 24u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE
+    EXPECT_EQ(model_preset_names().size(), 25u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE + Nemotron-H
     EXPECT_EQ(system_preset_names().size(), 10u);  // SPEC's 8, dgx-b300, gb300-nvl72
 }
 

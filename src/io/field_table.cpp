@@ -201,6 +201,12 @@ constexpr std::array kModel{
                  "multi-token prediction depth trained (DeepSeek-V3: 1); each a block of the last layer's kind, on the last stage"},
     NumericField{"sliding_window_pattern", "layers", 0, 100000, "0",
                  "with sliding_window: layer i keeps full attention when i + 1 is a multiple (gpt-oss: 2); 0: every layer windowed"},
+    NumericField{"mamba.state_dim", "elements", 1, kMaxDim, "128", "SSM state per head (Nemotron-H 56B: 256); with hybrid_pattern"},
+    NumericField{"mamba.groups", "groups", 1, kMaxHeads, "8", "B/C groups shared by the heads; divides the heads"},
+    NumericField{"mamba.head_dim", "elements", 1, kMaxDim, "64", "width of one Mamba head; divides expand x hidden"},
+    NumericField{"mamba.expand", "1", 1, 64, "2", "d_inner = expand x hidden"},
+    NumericField{"mamba.conv_kernel", "taps", 1, 64, "4", "causal depthwise convolution width"},
+    NumericField{"mamba.chunk", "tokens", 1, 65536, "128", "SSD scan chunk (Megatron-Core's chunk_size); divides seq_len"},
 };
 
 constexpr double kMaxDegree = double(int64_t{1} << 20);

@@ -1,6 +1,9 @@
 #include "io/op_table.hpp"
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -47,14 +50,24 @@ std::string_view group_name(CommGroup g) {
 struct Blocks {
     LayerOps layer, embedding, head;
     std::optional<LayerOps> dense_layer;  // the dense blocks of a model that mixes dense and MoE
+    std::vector<std::pair<LayerKind, LayerOps>> hybrid;  // a hybrid model's block of each kind it holds
 };
 
 Blocks blocks(const Scenario& s) {
     const LayerShape shape = training_shape(s.model, s.parallel, s.training);
     const LayerKindSet kinds = layer_kinds(s.model);
-    Blocks b{layer_ops(s.model, shape, kinds.back()), embedding_ops(s.model, shape), head_ops(s.model, shape, true), {}};
-    if (kinds.size() > 1) b.dense_layer = layer_ops(s.model, shape, LayerKind::dense);
+    Blocks b{layer_ops(s.model, shape, kinds.back()), embedding_ops(s.model, shape), head_ops(s.model, shape, true), {}, {}};
+    if (s.model.hybrid()) {
+        for (const LayerKind k : kinds) b.hybrid.emplace_back(k, layer_ops(s.model, shape, k));
+    } else if (kinds.size() > 1) {
+        b.dense_layer = layer_ops(s.model, shape, LayerKind::dense);
+    }
     return b;
+}
+
+// A hybrid block's title: Megatron-Core's names for its three kinds.
+std::string hybrid_title(LayerKind k) {
+    return k == LayerKind::mamba ? "Mamba-2 layer (M)" : k == LayerKind::attention ? "attention layer (*)" : "FFN layer (-)";
 }
 
 Json block_json(const LayerOps& ops, const Scenario& s) {
@@ -119,13 +132,18 @@ Json training_ops_json(const Scenario& s) {
     const Blocks b = blocks(s);
     Json out = {{"layer", block_json(b.layer, s)}, {"embedding", block_json(b.embedding, s)}, {"head", block_json(b.head, s)}};
     if (b.dense_layer) out["dense_layer"] = block_json(*b.dense_layer, s);
+    // A hybrid model: one block per kind, keyed mamba_layer, mlp_layer, attention_layer ("layer"
+    // is the last of them).
+    for (const auto& [k, ops] : b.hybrid) out[fmt::format("{}_layer", to_string(k))] = block_json(ops, s);
     return out;
 }
 
 std::string training_ops_text(const Scenario& s) {
     const Json j = training_ops_json(s);
     std::string o = "\nOps of one micro-batch on one GPU (per layer; times include kernel latency)";
-    if (j.contains("dense_layer")) {
+    if (s.model.hybrid()) {
+        for (const LayerKind k : layer_kinds(s.model)) o += block_text(hybrid_title(k), j[fmt::format("{}_layer", to_string(k))]);
+    } else if (j.contains("dense_layer")) {
         o += block_text("MoE transformer layer", j["layer"]);
         o += block_text("dense transformer layer", j["dense_layer"]);
     } else {

@@ -128,6 +128,54 @@ ImageSpec read_image(ObjectReader& r) {
     return im;
 }
 
+// model.hybrid_pattern and model.mamba: a hybrid Mamba-Transformer (Nemotron-H), one character
+// per layer as Megatron-Core's hybrid_override_pattern writes it. Read after the rest of the
+// model, whose features a hybrid stack does not combine with are refused by name.
+void read_hybrid(ObjectReader& r, ModelSpec& m) {
+    auto mamba = r.child("mamba");
+    if (!r.has("hybrid_pattern")) {
+        if (mamba) fail(r.path_of("mamba"), "an object", "only with model.hybrid_pattern (the layers that are Mamba-2 mixers)");
+        return;
+    }
+    const std::string where = r.path_of("hybrid_pattern");
+    const std::string text = r.text("hybrid_pattern", std::nullopt);
+    const std::string shown = quote_input(text);
+    if (static_cast<int64_t>(text.size()) != m.layers)
+        fail(where, shown, fmt::format("one character per layer: {} of them (model.layers), not {}", m.layers, text.size()));
+    if (const size_t bad = text.find_first_not_of("M-*"); bad != std::string::npos)
+        fail(where, shown, fmt::format("only \"M\" (Mamba-2), \"-\" (FFN) and \"*\" (attention); character {} is not", bad + 1));
+    const std::pair<bool, const char*> clashes[] = {
+        {m.kind != ModelKind::decoder, "model.kind \"decoder\""},
+        {m.moe.enabled(), "no model.moe"},
+        {m.attention_kind == AttentionKind::mla, "model.attention_kind \"mha\""},
+        {m.mtp_layers > 0, "model.mtp_layers 0"},
+        {m.sliding_window > 0, "no model.sliding_window"},
+        {m.attention == AttentionImpl::unfused, "model.attention \"fused\""},
+    };
+    for (const auto& [clash, needs] : clashes)
+        if (clash) fail(where, shown.substr(0, 40), fmt::format("a hybrid Mamba stack is modelled with {}", needs));
+    m.hybrid_pattern = text;
+    if (mamba) {
+        m.mamba.state_dim = model_count(*mamba, "mamba.state_dim", m.mamba.state_dim);
+        m.mamba.groups = model_count(*mamba, "mamba.groups", m.mamba.groups);
+        m.mamba.head_dim = model_count(*mamba, "mamba.head_dim", m.mamba.head_dim);
+        m.mamba.expand = model_count(*mamba, "mamba.expand", m.mamba.expand);
+        m.mamba.conv_kernel = model_count(*mamba, "mamba.conv_kernel", m.mamba.conv_kernel);
+        m.mamba.chunk = model_count(*mamba, "mamba.chunk", m.mamba.chunk);
+        mamba->finish();
+    }
+    const int64_t inner = m.mamba.d_inner(m.hidden);
+    if (inner % m.mamba.head_dim != 0)
+        fail(r.path_of("mamba") + ".head_dim", std::to_string(m.mamba.head_dim),
+             fmt::format("must divide expand x hidden ({})", inner));
+    if (m.mamba.heads(m.hidden) % m.mamba.groups != 0)
+        fail(r.path_of("mamba") + ".groups", std::to_string(m.mamba.groups),
+             fmt::format("must divide the Mamba heads (expand x hidden / head_dim = {})", m.mamba.heads(m.hidden)));
+    if (m.seq_len % m.mamba.chunk != 0)
+        fail(r.path_of("mamba") + ".chunk", std::to_string(m.mamba.chunk),
+             fmt::format("must divide model.seq_len ({}): the scan runs in whole chunks", m.seq_len));
+}
+
 ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
     r.record_into(sink);
@@ -173,10 +221,11 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
     m.bias = r.boolean("bias", true);
-    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi", "sincos"});
-    m.position = pos == "rope"    ? PositionKind::rope
+    const std::string pos = r.choice("position", "learned", {"learned", "rope", "alibi", "sincos", "none"});
+    m.position = pos == "rope"     ? PositionKind::rope
                  : pos == "alibi"  ? PositionKind::alibi
                  : pos == "sincos" ? PositionKind::sincos
+                 : pos == "none"   ? PositionKind::none
                                    : PositionKind::learned;
     m.tied_embeddings = r.boolean("tied_embeddings", false);
     if (m.kind == ModelKind::vit && m.tied_embeddings)
@@ -219,6 +268,7 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     } else if (r.has("sliding_window_pattern")) {
         fail(r.path_of("sliding_window_pattern"), show(j.at("sliding_window_pattern")), "only with model.sliding_window");
     }
+    read_hybrid(r, m);
     r.finish();
     if (m.attention_kind == AttentionKind::mla && m.kv_heads != m.heads)
         fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must equal model.heads ({}) with attention_kind mla (every head has its own K and V)", m.heads));
@@ -571,6 +621,7 @@ void check_summa(const ModelSpec& m, const ParallelConfig& p) {
     if (m.moe.enabled()) fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for dense models, and model.moe is set");
     if (m.mtp_layers > 0)
         fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled with multi-token prediction (model.mtp_layers)");
+    if (m.hybrid()) fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled for a hybrid Mamba model (model.hybrid_pattern)");
     if (m.attention_kind == AttentionKind::mla)
         fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for multi-head and grouped-query attention, not MLA");
     if (m.hidden % p.tp != 0) require_divides(p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)");
@@ -651,9 +702,21 @@ void check_expert_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
         fail("parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
 }
 
+// A hybrid Mamba model trains without context parallelism (the scan would pass its state
+// between the ranks' chunks: not modelled) and without LoRA (no adapter targets in a mixer);
+// a search that holds either is refused before it runs.
+void check_hybrid_training(const Scenario& s) {
+    if (!s.model.hybrid()) return;
+    if (s.parallel.cp > 1)
+        fail("parallel.cp", std::to_string(s.parallel.cp), "1 with model.hybrid_pattern: context parallelism of Mamba layers is not modelled");
+    if (s.training.lora.enabled())
+        fail("training.method", "\"lora\"", "\"full\" with model.hybrid_pattern: LoRA of Mamba layers is not modelled");
+}
+
 void check_training_layout(const Scenario& s) {
     const ModelSpec& m = s.model;
     const ParallelConfig& p = s.parallel;
+    check_hybrid_training(s);
     if (p.tp * p.pp * p.dp > kMaxGpus || p.gpus() > kMaxGpus)  // short-circuit: gpus() cannot overflow
         fail("parallel", fmt::format("tp*pp*dp*cp = {}", static_cast<double>(p.tp) * p.pp * p.dp * p.cp),
              fmt::format("at most {} GPUs", kMaxGpus));
@@ -696,6 +759,9 @@ void check_inference_layout(const Scenario& s) {
         fail("model.kind", fmt::format("\"{}\"", to_string(m.kind)),
              "\"decoder\": infer, serve and roofline model autoregressive decoding; an encoder or ViT has none (time its training with `train`)");
     if (p.summa()) fail("parallel.tp_rows", std::to_string(p.tp_rows), "1: SUMMA 2D tensor parallelism is modelled for training only");
+    if (m.hybrid())
+        fail("model.hybrid_pattern", quote_input(m.hybrid_pattern.substr(0, 40)),
+             "none for infer, serve and roofline: a hybrid Mamba model decodes with an SSM state, not a KV cache, which is not modelled (time its training with `train`)");
     check_tensor_parallel(m, p);
     require_divides(p.pp, m.layers, "parallel.pp", "model.layers");
     // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one
@@ -797,6 +863,7 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         if (purpose == Purpose::infer) check_inference_layout(s);
         if (purpose == Purpose::search) {
             require_peak(s.system, s.training.precision, "training.precision");
+            check_hybrid_training(s);
             if (s.parallel_given.count("etp"))
                 fail("parallel.etp", std::to_string(s.parallel.etp), "not searched: the search keeps experts tensor-parallel (etp = tp); give it to `train`");
         }

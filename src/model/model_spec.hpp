@@ -18,8 +18,9 @@ std::optional<FfnAct> parse_ffn_act(std::string_view s);
 std::vector<std::string> ffn_act_names();
 enum class NormKind { layernorm, rmsnorm };
 // learned: a trained table, one row per position; sincos: fixed sinusoids (Vaswani et al. 2017;
-// 2D for a ViT, MAE's get_2d_sincos_pos_embed), added like a table but with no parameters.
-enum class PositionKind { learned, rope, alibi, sincos };
+// 2D for a ViT, MAE's get_2d_sincos_pos_embed), added like a table but with no parameters;
+// none: no position signal at all (a hybrid Mamba model's state carries order: Nemotron-H).
+enum class PositionKind { learned, rope, alibi, sincos, none };
 enum class AttentionImpl { fused, unfused };
 // Multi-head attention (GQA/MQA through kv_heads) or DeepSeek's multi-head latent attention.
 enum class AttentionKind { mha, mla };
@@ -51,6 +52,23 @@ struct LoraSpec {
     bool operator==(const LoraSpec&) const = default;
 };
 
+// A Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", sec. 7; Megatron-Core's MambaMixer):
+// an input projection to [z, x, B, C, dt] ([d_inner, d_inner, groups x state_dim twice, heads]),
+// a causal depthwise convolution of conv_kernel taps over x, B and C, the state-space duality
+// (SSD) scan in chunks of `chunk` tokens, a gated RMSNorm by z and an output projection from
+// d_inner = expand x hidden. Heads of head_dim share B and C within each of `groups`.
+struct MambaSpec {
+    int64_t state_dim = 128;
+    int64_t groups = 8;
+    int64_t head_dim = 64;
+    int64_t expand = 2;
+    int64_t conv_kernel = 4;
+    int64_t chunk = 128;
+    [[nodiscard]] int64_t d_inner(int64_t hidden) const { return expand * hidden; }
+    [[nodiscard]] int64_t heads(int64_t hidden) const { return d_inner(hidden) / head_dim; }
+    bool operator==(const MambaSpec&) const = default;
+};
+
 struct MoeSpec {
     int64_t experts = 0;  // 0: dense
     int64_t top_k = 0;
@@ -73,10 +91,16 @@ struct MoeSpec {
     bool operator==(const MoeSpec&) const = default;
 };
 
-// The kinds of transformer block a model can hold; block costs and parameters are per kind.
-enum class LayerKind { dense, moe };
-inline constexpr size_t kLayerKinds = 2;
+// The kinds of block a model can hold; block costs and parameters are per kind. dense and moe
+// are transformer blocks (attention then FFN); a hybrid model (model.hybrid_pattern) stacks
+// single-purpose blocks instead: a Mamba-2 mixer, an FFN alone, attention alone (Megatron-Core's
+// hybrid stack: "M", "-", "*"), each with its own norm and residual.
+enum class LayerKind { dense, moe, mamba, mlp, attention };
+inline constexpr size_t kLayerKinds = 5;
+inline constexpr std::array<LayerKind, kLayerKinds> kAllLayerKinds = {LayerKind::dense, LayerKind::moe, LayerKind::mamba,
+                                                                      LayerKind::mlp, LayerKind::attention};
 inline size_t idx(LayerKind k) { return static_cast<size_t>(k); }
+std::string_view to_string(LayerKind k);  // dense, moe, mamba, mlp, attention
 
 // The model family: what surrounds the blocks and how attention masks.
 // decoder: token lookup, causal attention, LM head and softmax cross-entropy (GPT, Llama).
@@ -132,10 +156,15 @@ struct ModelSpec {
     // the others are windowed (Hugging Face's Gemma convention); 0: every layer is windowed.
     int64_t sliding_window = 0;
     int64_t sliding_window_pattern = 0;
+    // A hybrid Mamba-Transformer (Nemotron-H): one character per layer, "M" a Mamba-2 mixer, "-"
+    // an FFN, "*" attention (Megatron-Core's hybrid_override_pattern). Empty: transformer blocks.
+    std::string hybrid_pattern;
+    MambaSpec mamba;  // the "M" layers'
 
     [[nodiscard]] int64_t head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
     [[nodiscard]] int64_t q_dim() const { return heads * head_dim(); }  // hidden unless model.head_dim differs
     [[nodiscard]] int64_t kv_dim() const { return kv_heads * head_dim(); }
+    [[nodiscard]] bool hybrid() const { return !hybrid_pattern.empty(); }
     bool operator==(const ModelSpec&) const = default;
 };
 

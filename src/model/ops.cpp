@@ -28,6 +28,7 @@ constexpr double kSoftmaxFlop = 5;    // scale, mask, max, exp, normalise
 constexpr double kDropoutFlop = 2;
 constexpr double kGeluFlop = 10;      // tanh approximation
 constexpr double kSwigluFlop = 7;     // SiLU (exp, add, divide, multiply) and the gate product
+constexpr double kSiluFlop = 6;       // x / (1 + exp(-x)): negate, exp, add, divide, and the gate's multiply
 constexpr double kSquaredReluFlop = 2;  // max(x, 0) and the square (Nemotron-4: So et al. 2021, Primer)
 constexpr double kGegluFlop = kGeluFlop + 1;  // GELU of the gate half and the gate product
 constexpr double kRopeFlop = 3;
@@ -362,6 +363,57 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
                 LoraTarget::linear_proj, Split::row);
 }
 
+// A batched GEMM of the SSD scan: `batch` products of [m, k] x [k, n], none kept for backward
+// unless `saved_bytes` says so.
+Op ssd_gemm(std::string_view name, GemmShape g, double saved_bytes) {
+    Op op;
+    op.name = name;
+    op.kind = OpKind::batched_gemm;
+    op.gemm = g;
+    op.saved_bytes = saved_bytes;
+    return op;
+}
+
+// A Mamba-2 mixer (Megatron-Core's MambaMixer over the mamba_ssm kernels) on this rank's
+// heads and groups, the tensor-parallel group's tokens: in_proj column-parallel to [z, x, B, C,
+// dt], the causal depthwise convolution with SiLU over x, B and C, the SSD scan
+// (mamba_chunk_scan_combined) in chunks of Q tokens, the gated RMSNorm (per group, so no tp
+// collective) and out_proj row-parallel. The scan is costed as what its kernels do: per chunk,
+// C B^T per group ([Q, Q] over the state), each head's chunk state B^T x ([N, P] over Q tokens),
+// the pass of those states along the chunks (fp32, memory-bound), and the output from the
+// incoming state (C state) plus the causal intra-chunk part ((C B^T . L) x), all batched GEMMs
+// of the state's and chunk's small dimensions. Backward runs each at twice its forward (the
+// cost model's batched-GEMM backward). The scan keeps x, B and C for backward, the gated norm
+// its two inputs (the scan's output and z), out_proj the normalised output.
+void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    const MambaSpec& a = m.mamba;
+    const double tp = static_cast<double>(s.tp);
+    const double inner = static_cast<double>(a.d_inner(m.hidden)) / tp;
+    const double heads = static_cast<double>(a.heads(m.hidden)) / tp;
+    const double groups = static_cast<double>(a.groups) / tp;
+    const double state = static_cast<double>(a.state_dim), head = static_cast<double>(a.head_dim);
+    const double bc = 2.0 * groups * state, conv = inner + bc;
+    const double q = static_cast<double>(a.chunk);
+    const double chunks = d.tokens / q;
+
+    enter_tp_region(out.comms, s, d.tokens * d.h * d.e, true);
+    weight_gemm(out, s, "mamba_in_proj", {d.tokens, 2.0 * inner + bc + heads, d.h, 1}, d.tokens_sp * d.h * d.e,
+                LoraTarget::none, Split::column);
+    const double conv_elems = d.tokens * conv;
+    out.ops.push_back(elementwise_op("mamba_conv1d", 2.0 * conv_elems * d.e, conv_elems * d.e, 2.0,
+                                     (2.0 * static_cast<double>(a.conv_kernel) + kSiluFlop) * conv_elems));
+    const double y = d.tokens * inner * d.e;
+    out.ops.push_back(ssd_gemm("ssd_bmm_cb", {q, q, state, chunks * groups}, 0.0));
+    out.ops.push_back(ssd_gemm("ssd_chunk_state", {state, head, q, chunks * heads}, conv_elems * d.e));
+    const double states = chunks * heads * head * state * 4.0;
+    out.ops.push_back(elementwise_op("ssd_state_passing", 2.0 * states, 0.0, 2.0, 2.0 * states / 4.0));
+    out.ops.push_back(ssd_gemm("ssd_chunk_scan_state", {q, head, state, chunks * heads}, 0.0));
+    out.ops.push_back(ssd_gemm("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, 0.0));
+    out.ops.push_back(elementwise_op("mamba_gated_norm", 3.0 * y, 2.0 * y, 2.0, (kRmsNormFlop + kSiluFlop) * y / d.e));
+    weight_gemm(out, s, "mamba_out_proj", {d.tokens, d.h, inner, 1}, y, LoraTarget::none, Split::row);
+    leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
+}
+
 // Multi-head latent attention as Megatron-Core builds it (megatron/core/transformer/
 // multi_latent_attention.py, MLASelfAttention): the down projections are TELinear with
 // parallel_mode "duplicated" (replicated on every TP rank, run on the rank's own tokens: T/tp under
@@ -544,7 +596,8 @@ bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp) {
 }
 
 bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp) {
-    if (rows <= 1 || tp % rows != 0 || m.moe.enabled() || m.attention_kind == AttentionKind::mla || m.mtp_layers > 0)
+    if (rows <= 1 || tp % rows != 0 || m.moe.enabled() || m.attention_kind == AttentionKind::mla || m.mtp_layers > 0 ||
+        m.hybrid())
         return false;
     if (m.hidden % tp != 0 || m.seq_len % cp != 0 || (m.seq_len / cp) % rows != 0) return false;
     return !tensor_parallel_misfit(m, tp / rows).has_value();
@@ -593,6 +646,23 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
     const Dims d = dims(m, s);
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
     out.input_bytes = d.tokens_sp * d.h * d.e;  // sharded by sequence parallelism, as Megatron keeps it
+
+    if (kind == LayerKind::mamba || kind == LayerKind::mlp || kind == LayerKind::attention) {
+        // A hybrid model's single-purpose block: pre-norm, the one sub-layer, residual.
+        norm(out, "pre_norm", m, d, d.h);
+        if (kind == LayerKind::mamba) {
+            mamba(out, m, s, d);
+        } else if (kind == LayerKind::attention) {
+            mha(out, m, s, d);
+            leave_tp_region(out.comms, s, full_act);
+        } else {
+            enter_tp_region(out.comms, s, full_act, true);
+            feed_forward(out, m, s, d, LayerKind::dense);
+            leave_tp_region(out.comms, s, full_act);
+        }
+        residual(out, "residual", m, d);
+        return;
+    }
 
     norm(out, "attn_norm", m, d, d.h);
     norm_stats(out, m, s, d);

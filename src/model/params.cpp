@@ -20,6 +20,11 @@ std::string_view to_string(ModelKind k) {
     return "decoder";
 }
 
+std::string_view to_string(LayerKind k) {
+    constexpr std::array<std::string_view, kLayerKinds> names = {"dense", "moe", "mamba", "mlp", "attention"};
+    return names[idx(k)];
+}
+
 std::string_view to_string(FfnAct a) {
     for (const auto& [act, name] : kFfnActNames)
         if (act == a) return name;
@@ -38,7 +43,11 @@ std::vector<std::string> ffn_act_names() {
     return v;
 }
 
+// A hybrid pattern's character for each single-purpose block.
+LayerKind hybrid_kind(char c) { return c == 'M' ? LayerKind::mamba : c == '*' ? LayerKind::attention : LayerKind::mlp; }
+
 LayerKind layer_kind(const ModelSpec& m, int64_t layer) {
+    if (m.hybrid()) return hybrid_kind(m.hybrid_pattern[static_cast<size_t>(layer)]);
     const bool moe = m.moe.enabled() && layer >= m.moe.first_dense_layers && (layer + 1) % m.moe.interval == 0;
     return moe ? LayerKind::moe : LayerKind::dense;
 }
@@ -58,6 +67,11 @@ double windowed_keys_per_row(double kv_len, double causal_fraction, double windo
 
 int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end) {
     if (end <= begin) return 0;
+    if (m.hybrid()) {
+        const auto first = m.hybrid_pattern.begin();
+        return std::count_if(first + begin, first + end, [k](char c) { return hybrid_kind(c) == k; });
+    }
+    if (k != LayerKind::dense && k != LayerKind::moe) return 0;
     int64_t moe = 0;
     if (m.moe.enabled()) {
         // Layers i in [from, end) with (i + 1) % interval == 0: multiples of interval in [from + 1, end].
@@ -70,7 +84,13 @@ int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end
 std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
     if (m.heads % tp != 0) return TpMisfit{"model.heads", m.heads, false};
     if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) return TpMisfit{"model.kv_heads", m.kv_heads, true};
-    for (const LayerKind k : {LayerKind::dense, LayerKind::moe}) {
+    if (m.hybrid() && count_layers(m, LayerKind::mamba, 0, m.layers) > 0) {
+        // Megatron-Core's MambaMixer splits heads and groups over tp (every rank a whole group).
+        const int64_t heads = m.mamba.heads(m.hidden);
+        if (heads % tp != 0) return TpMisfit{"model.mamba heads (expand x hidden / head_dim)", heads, false};
+        if (m.mamba.groups % tp != 0) return TpMisfit{"model.mamba.groups", m.mamba.groups, false};
+    }
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe, LayerKind::mlp}) {
         if (count_layers(m, k, 0, m.layers) == 0) continue;
         const bool moe = k == LayerKind::moe;
         const int64_t f = moe ? m.moe.expert_ffn_hidden : m.ffn_hidden;
@@ -85,7 +105,7 @@ std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
 
 LayerKindSet layer_kinds(const ModelSpec& m) {
     LayerKindSet out;
-    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+    for (const LayerKind k : kAllLayerKinds)
         if (count_layers(m, k, 0, m.layers) > 0) out.kinds[out.count++] = k;
     return out;
 }
@@ -178,8 +198,7 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
 
     ParamCount p;
     p.frozen_base = lora.enabled();
-    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
-        p.layers[idx(k)] = count_layers(m, k, 0, m.layers);
+    for (const LayerKind k : kAllLayerKinds) p.layers[idx(k)] = count_layers(m, k, 0, m.layers);
     const double common = attn.params + 2.0 * norm + latent_norms;
     LayerParams& dense = p.layer[idx(LayerKind::dense)];
     const Sum dense_ffn = ffn(m.ffn_hidden);
@@ -199,6 +218,25 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
         moe.active = always + static_cast<double>(m.moe.top_k) * expert.params;
         moe.trainable_experts = full_or(experts * expert.adapters, moe.experts);
         moe.trainable = full_or(attn.adapters + shared_n * shared.adapters + moe.trainable_experts, moe.total);
+    }
+    if (m.hybrid()) {
+        // Single-purpose blocks, each behind its own pre-norm (Megatron-Core's hybrid stack). The
+        // Mamba-2 mixer: in_proj [h -> 2 d_inner + 2 groups state + heads] (z, x, B, C, dt), the
+        // depthwise convolution's taps and bias over x, B and C, per-head dt bias, A and D, the
+        // gated RMSNorm's d_inner weights and out_proj [d_inner -> h] (projection biases when the
+        // model has them); no LoRA (refused).
+        const MambaSpec& a = m.mamba;
+        const double inner = static_cast<double>(a.d_inner(m.hidden)), heads = static_cast<double>(a.heads(m.hidden));
+        const double bc = 2.0 * static_cast<double>(a.groups * a.state_dim), conv = inner + bc;
+        LayerParams& mamba = p.layer[idx(LayerKind::mamba)];
+        const double in_proj = 2.0 * inner + bc + heads;
+        mamba.total = (h + b) * in_proj + conv * static_cast<double>(a.conv_kernel + 1) + 3.0 * heads + inner +
+                      (inner + b) * h + norm;
+        LayerParams& mlp = p.layer[idx(LayerKind::mlp)];
+        mlp.total = dense_ffn.params + norm;
+        LayerParams& attention = p.layer[idx(LayerKind::attention)];
+        attention.total = attn.params + norm;
+        for (LayerParams* l : {&mamba, &mlp, &attention}) l->active = l->trainable = l->total;
     }
     if (m.kind == ModelKind::vit) {
         // Patch embedding (a patch x patch convolution of stride patch: one [patch_in, h] matrix

@@ -224,7 +224,7 @@ PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const St
     // With one kind of block, GPUs of equal layer count are alike but for the micro-batches in
     // flight, which fall along the pipeline: GPU 0, GPU 1 (the middle ones), uniform's first
     // shorter stage and the last GPU cover every maximum. Mixed kinds or a listed layout: every GPU.
-    const bool mixed = pc.layers[idx(LayerKind::dense)] > 0 && pc.layers[idx(LayerKind::moe)] > 0;
+    const bool mixed = std::count_if(pc.layers.begin(), pc.layers.end(), [](int64_t n) { return n > 0; }) > 1;
     auto next = [&](int64_t g) {
         if (mixed || split.listed != nullptr || g + 1 >= split.pp - 1) return g + 1;
         if (g == 0) return int64_t{1};
@@ -516,14 +516,14 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
 // least that); the bubble's (pp - 1)/vp falls as vp grows, so p.vp's holds for every vp below.
 double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
     double total = lc.embedding.total_s() + lc.head.total_s();
-    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+    for (const LayerKind k : kAllLayerKinds)
         if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
     return total;
 }
 
 double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) {
     double total = lc.embedding.work.tensor_s + lc.head.work.tensor_s;
-    for (const LayerKind k : {LayerKind::dense, LayerKind::moe})
+    for (const LayerKind k : kAllLayerKinds)
         if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].work.tensor_s;
     return total;
 }
