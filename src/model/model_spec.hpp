@@ -99,6 +99,8 @@ enum class LayerKind { dense, moe, mamba, mlp, attention };
 inline constexpr size_t kLayerKinds = 5;
 inline constexpr std::array<LayerKind, kLayerKinds> kAllLayerKinds = {LayerKind::dense, LayerKind::moe, LayerKind::mamba,
                                                                       LayerKind::mlp, LayerKind::attention};
+// A model holds at most three of them: dense and MoE, or a hybrid's three.
+inline constexpr size_t kMaxKindsHeld = 3;
 inline size_t idx(LayerKind k) { return static_cast<size_t>(k); }
 std::string_view to_string(LayerKind k);  // dense, moe, mamba, mlp, attention
 

@@ -52,21 +52,25 @@ StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const Parall
         r.optimizer_share[e] = p.zero >= 1 ? 1.0 / replicas[e] : 1.0;
         r.optimizer_bytes[e] = t.optimizer_state_bytes_per_param * r.optimizer_share[e];
     }
-    for (size_t k = 0; k < kLayerKinds; ++k) {
+    // Only the kinds the model holds: a stage costs a few multiply-adds per kind, per layout.
+    for (size_t k = 0; k < kLayerKinds && r.kinds.count < kMaxKindsHeld; ++k)
+        if (pc.layers[k] > 0) r.kinds.kinds[r.kinds.count++] = static_cast<LayerKind>(k);
+    for (size_t i = 0; i < r.kinds.size(); ++i) {
+        const size_t k = idx(r.kinds.kinds[i]);
         const BlockCost& b = lc.layer[k];
         const LayerParams& lp = pc.layer[k];
-        r.time_s[k] = b.total_s();
-        r.experts[k] = lp.experts / as_d(p.expert_tp() * p.ep);
-        r.params[k] = (lp.total - lp.experts) / tp + r.experts[k];
-        r.trained_experts[k] = lp.trainable_experts / as_d(p.expert_tp() * p.ep);
-        r.trained[k] = (lp.trainable - lp.trainable_experts) / tp + r.trained_experts[k];
-        r.act_bytes[k] = b.activation_bytes(p.recompute);
-        r.fwd_window_s[k] = b.fwd_wall_s;
-        r.bwd_window_s[k] = b.bwd_wall_s + b.recompute_s;
+        r.time_s[i] = b.total_s();
+        r.experts[i] = lp.experts / as_d(p.expert_tp() * p.ep);
+        r.params[i] = (lp.total - lp.experts) / tp + r.experts[i];
+        r.trained_experts[i] = lp.trainable_experts / as_d(p.expert_tp() * p.ep);
+        r.trained[i] = (lp.trainable - lp.trainable_experts) / tp + r.trained_experts[i];
+        r.act_bytes[i] = b.activation_bytes(p.recompute);
+        r.fwd_window_s[i] = b.fwd_wall_s;
+        r.bwd_window_s[i] = b.bwd_wall_s + b.recompute_s;
         // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored
         // input) under full recompute, the attention core under selective.
         // Plus what the block holds only while it runs.
-        r.working_bytes[k] = (p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
+        r.working_bytes[i] = (p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
                               : p.recompute == Recompute::selective ? b.core_saved_bytes
                                                                     : 0.0) +
                              b.transient_bytes;
@@ -96,7 +100,8 @@ StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const Parall
     r.model_flop_mb = lc.embedding.model_flop + lc.head.model_flop;
     r.work_mb = lc.embedding.work;
     r.work_mb.add(lc.head.work, 1.0);
-    for (size_t k = 0; k < kLayerKinds; ++k) {
+    for (const LayerKind kind : r.kinds) {
+        const size_t k = idx(kind);
         r.model_flop_mb += as_d(pc.layers[k]) * lc.layer[k].model_flop;
         r.recompute_flop_mb += as_d(pc.layers[k]) * lc.layer[k].recompute_flop;
         r.work_mb.add(lc.layer[k].work, as_d(pc.layers[k]));
@@ -119,18 +124,19 @@ struct StageFigures {
 StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_flight) {
     StageFigures f;
     double act = 0, working = 0;
-    for (size_t k = 0; k < kLayerKinds; ++k) {
-        const double n = as_d(l.blocks[k]);
-        f.time_s += n * r.time_s[k];
-        f.params += n * r.params[k];
-        f.experts += n * r.experts[k];
-        f.trained += n * r.trained[k];
-        f.trained_experts += n * r.trained_experts[k];
-        f.block_fwd_s += n * r.fwd_window_s[k];
-        f.block_bwd_s += n * r.bwd_window_s[k];
+    for (size_t i = 0; i < r.kinds.size(); ++i) {
+        const int64_t blocks = l.blocks[idx(r.kinds.kinds[i])];
+        const double n = as_d(blocks);
+        f.time_s += n * r.time_s[i];
+        f.params += n * r.params[i];
+        f.experts += n * r.experts[i];
+        f.trained += n * r.trained[i];
+        f.trained_experts += n * r.trained_experts[i];
+        f.block_fwd_s += n * r.fwd_window_s[i];
+        f.block_bwd_s += n * r.bwd_window_s[i];
         f.layers += n;
-        act += n * r.act_bytes[k];
-        if (l.blocks[k] > 0) working = std::max(working, r.working_bytes[k]);
+        act += n * r.act_bytes[i];
+        if (blocks > 0) working = std::max(working, r.working_bytes[i]);
     }
     f.layer_act = f.layers > 0 ? act / f.layers : 0.0;
     f.fwd_wall_s = f.block_fwd_s;
@@ -171,8 +177,9 @@ OffloadResult stage_offload(const StageFigures& f, double optimizer_params, cons
     return offload_cost(p.offload, in, c.system.host_memory, gpu_optimizer_s);
 }
 
-TrainMemory stage_memory(const StageFigures& f, const StageRates& r, const TrainContext& c, const ParallelConfig& p,
-                         double mb) {
+// Inlined into the pipeline scan, its one hot caller (the search costs it per GPU and layout).
+[[gnu::always_inline]] inline TrainMemory stage_memory(const StageFigures& f, const StageRates& r, const TrainContext& c,
+                                                       const ParallelConfig& p, double mb) {
     const TrainingSpec& t = c.training;
     const double dense = f.params - f.experts, trained_dense = f.trained - f.trained_experts;
     TrainMemory mem;

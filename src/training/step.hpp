@@ -80,10 +80,13 @@ struct LayerCosts {
 // pipeline split, so the search derives it once for all of them; a stage then costs a few
 // multiply-adds.
 struct StageRates {
-    std::array<double, kLayerKinds> time_s{}, params{}, experts{}, act_bytes{}, working_bytes{};
+    // The kinds the model holds; slot i of the arrays below is kinds[i]'s (kept small: the
+    // search reads them per GPU and layout).
+    LayerKindSet kinds;
+    std::array<double, kMaxKindsHeld> time_s{}, params{}, experts{}, act_bytes{}, working_bytes{};
     // What training updates (LoRA: the adapters only; else equal to params/experts).
-    std::array<double, kLayerKinds> trained{}, trained_experts{};
-    std::array<double, kLayerKinds> fwd_window_s{}, bwd_window_s{};  // wall times of the passes
+    std::array<double, kMaxKindsHeld> trained{}, trained_experts{};
+    std::array<double, kMaxKindsHeld> fwd_window_s{}, bwd_window_s{};  // wall times of the passes
     double embed_time_s = 0, head_time_s = 0;
     double embed_params = 0, head_params = 0;
     double embed_trained = 0, head_trained = 0;
