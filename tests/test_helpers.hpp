@@ -234,10 +234,24 @@ inline const CommOp& comm_named(const LayerOps& ops, std::string_view name, int 
     return none;
 }
 
+// How many collectives of that name the layer issues.
 inline int count_named(const LayerOps& ops, std::string_view name) {
     int n = 0;
     for (const CommOp& c : ops.comms) n += c.name == name;
     return n;
+}
+
+// How many ops of that name the layer runs.
+inline int count_ops_named(const LayerOps& ops, std::string_view name) {
+    int n = 0;
+    for (const Op& o : ops.ops) n += o.name == name;
+    return n;
+}
+
+// A GEMM op's m, n, k and batch, to compare with a hand-computed shape in one expectation.
+inline std::vector<double> gemm_dims(const LayerOps& ops, std::string_view name) {
+    const GemmShape g = op_named(ops, name).gemm;
+    return {g.m, g.n, g.k, g.batch};
 }
 
 }  // namespace sm::testing

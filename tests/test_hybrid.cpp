@@ -105,10 +105,7 @@ TEST(Hybrid, MambaBlockOpsByHand) {
     EXPECT_EQ(names, (std::vector<std::string>{"pre_norm", "mamba_in_proj", "mamba_conv1d", "ssd_bmm_cb", "ssd_chunk_state",
                                                "ssd_state_passing", "ssd_chunk_scan_state", "ssd_chunk_scan_intra",
                                                "mamba_gated_norm", "mamba_out_proj", "residual"}));
-    auto gemm = [&](std::string_view name) {
-        const GemmShape g = op_named(l, name).gemm;
-        return std::vector<double>{g.m, g.n, g.k, g.batch};
-    };
+    auto gemm = [&](std::string_view name) { return testing::gemm_dims(l, name); };
     EXPECT_EQ(gemm("mamba_in_proj"), (std::vector<double>{256, 164, 64, 1}));
     EXPECT_EQ(gemm("ssd_bmm_cb"), (std::vector<double>{64, 64, 16, 4}));
     EXPECT_EQ(gemm("ssd_chunk_state"), (std::vector<double>{16, 16, 64, 16}));
