@@ -136,6 +136,14 @@ TEST(Vit, PatchEmbeddingIsAGemmOverEveryToken) {
     ASSERT_NE(gp, nullptr);
     EXPECT_DOUBLE_EQ(gemm_flop_of(*gp), 393216.0 / 4);
     EXPECT_DOUBLE_EQ(gp->gemm.n, 16);
+    // Its panels: the pixels' [64, 48] row panel (6,144 B) broadcast along the grid row, forward
+    // and again for the weight gradient; the weight's [48, 16] column panel (1,536 B) broadcast
+    // along the grid column and its gradient reduced there. The pixels need no gradient: no
+    // data-gradient traffic.
+    std::vector<std::pair<std::string, double>> panels;
+    for (const CommOp& c : grid_ops.comms) panels.emplace_back(c.name, c.bytes);
+    EXPECT_EQ(panels, (std::vector<std::pair<std::string, double>>{
+                          {"summa_bcast_x", 6144}, {"summa_bcast_w", 1536}, {"summa_bcast_x_wgrad", 6144}, {"summa_reduce_dw", 1536}}));
 
     // RoPE positions act in attention: no add.
     ModelSpec rope = m;
