@@ -85,6 +85,13 @@ TEST(Mtp, TheHeadBlockRunsEachModuleBeforeTheModelsOutput) {
     EXPECT_EQ(names(head), want);
     const GemmShape& proj = op_named(head, "mtp_eh_proj").gemm;
     EXPECT_EQ((std::vector<double>{proj.m, proj.n, proj.k}), (std::vector<double>{256, 32, 128}));
+    // It keeps its concatenated [2h] input for the weight gradient: 256 x 128 x 2 B, the rank's
+    // half of the tokens under sequence parallelism.
+    EXPECT_DOUBLE_EQ(op_named(head, "mtp_eh_proj").saved_bytes, 65536);
+    LayerShape sp = s;
+    sp.sequence_parallel = true;
+    const LayerOps sp_head = head_ops(m, sp, true);
+    EXPECT_DOUBLE_EQ(op_named(sp_head, "mtp_eh_proj").saved_bytes, 32768);
     EXPECT_EQ(names(head_ops(m, s, false)), (std::vector<std::string>{"final_norm", "lm_head"}));
     m.mtp_layers = 2;
     EXPECT_EQ(names(head_ops(m, s, true)).size(), 2 * (want.size() - 3) + 3);
