@@ -650,13 +650,16 @@ TEST(Study, LowerIsBetterKeys) {
 TEST(Study, SearchPointWithoutAGpuCountIsAnError) {
     // A search point needs --gpus unless the layout gives tp, pp, dp and cp: with neither, the
     // point is an input error naming --gpus, not a search over zero GPUs.
+    // Any of the four left out is the same error (cp alone, or tp, pp and dp without cp).
     StudyOptions o;
     o.mode = StudyMode::search;
-    const Json doc = Json::parse(R"({"model": {"preset": "llama2-7b", "layers": 4}, "system": {"preset": "dgx-a100-80gb"},
-                                     "parallel": {"tp": 2}, "training": {"global_batch": 8}})");
-    const PointOutcome p = evaluate_point(doc, o, 1);
-    EXPECT_EQ(p.status, PointStatus::error);
-    EXPECT_NE(p.message.find("--gpus"), std::string::npos) << p.message;
+    for (const char* parallel : {R"({"tp": 2})", R"({"cp": 2})", R"({"tp": 2, "pp": 1, "dp": 2})"}) {
+        const Json doc = Json::parse(std::string(R"({"model": {"preset": "llama2-7b", "layers": 4}, "system": {"preset": "dgx-a100-80gb"},
+                                     "training": {"global_batch": 8}, "parallel": )") + parallel + "}");
+        const PointOutcome p = evaluate_point(doc, o, 1);
+        EXPECT_EQ(p.status, PointStatus::error) << parallel;
+        EXPECT_NE(p.message.find("--gpus"), std::string::npos) << parallel << ": " << p.message;
+    }
 }
 
 // Every point on exactly one rank, counts within one; and balanced across a grid's structure:
