@@ -121,47 +121,47 @@ struct StageFigures {
     double fwd_wall_s = 0, bwd_wall_s = 0;
 };
 
+// Summed in locals and returned whole: a default-constructed StageFigures is zeroed by a
+// string store (rep stos) on every call, which the search's per-GPU scan pays dearly for.
 StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_flight) {
-    StageFigures f;
-    double act = 0, working = 0;
+    double time_s = 0, params = 0, experts = 0, trained = 0, trained_experts = 0, layers = 0;
+    double block_fwd_s = 0, block_bwd_s = 0, act = 0, working = 0;
     for (size_t i = 0; i < r.kinds.size(); ++i) {
         const int64_t blocks = l.blocks[idx(r.kinds.kinds[i])];
         const double n = as_d(blocks);
-        f.time_s += n * r.time_s[i];
-        f.params += n * r.params[i];
-        f.experts += n * r.experts[i];
-        f.trained += n * r.trained[i];
-        f.trained_experts += n * r.trained_experts[i];
-        f.block_fwd_s += n * r.fwd_window_s[i];
-        f.block_bwd_s += n * r.bwd_window_s[i];
-        f.layers += n;
+        time_s += n * r.time_s[i];
+        params += n * r.params[i];
+        experts += n * r.experts[i];
+        trained += n * r.trained[i];
+        trained_experts += n * r.trained_experts[i];
+        block_fwd_s += n * r.fwd_window_s[i];
+        block_bwd_s += n * r.bwd_window_s[i];
+        layers += n;
         act += n * r.act_bytes[i];
         if (blocks > 0) working = std::max(working, r.working_bytes[i]);
     }
-    f.layer_act = f.layers > 0 ? act / f.layers : 0.0;
-    f.fwd_wall_s = f.block_fwd_s;
-    f.bwd_wall_s = f.block_bwd_s;
+    const double layer_act = layers > 0 ? act / layers : 0.0;
+    double fwd_wall_s = block_fwd_s, bwd_wall_s = block_bwd_s;
     if (l.embedding) {
-        f.time_s += r.embed_time_s;
-        f.params += r.embed_params;
-        f.trained += r.embed_trained;
-        f.fwd_wall_s += r.embed_fwd_window_s;
-        f.bwd_wall_s += r.embed_bwd_window_s;
+        time_s += r.embed_time_s;
+        params += r.embed_params;
+        trained += r.embed_trained;
+        fwd_wall_s += r.embed_fwd_window_s;
+        bwd_wall_s += r.embed_bwd_window_s;
         act += r.embed_act;
     }
     if (l.head) {
-        f.time_s += r.head_time_s;
-        f.params += r.head_params;
-        f.experts += r.head_experts;
-        f.trained += r.head_trained;
-        f.trained_experts += r.head_trained_experts;
-        f.fwd_wall_s += r.head_fwd_window_s;
-        f.bwd_wall_s += r.head_bwd_window_s;
+        time_s += r.head_time_s;
+        params += r.head_params;
+        experts += r.head_experts;
+        trained += r.head_trained;
+        trained_experts += r.head_trained_experts;
+        fwd_wall_s += r.head_fwd_window_s;
+        bwd_wall_s += r.head_bwd_window_s;
         act += r.head_act;
     }
-    f.in_flight = in_flight;
-    f.activations = in_flight * act + working;
-    return f;
+    return StageFigures{time_s,     params,      experts,     trained,    trained_experts, in_flight * act + working, layers,
+                        layer_act,  in_flight,   block_fwd_s, block_bwd_s, fwd_wall_s,      bwd_wall_s};
 }
 
 // The second memory tier (parallel.offload, training/offload.cpp) for one pipeline GPU whose
