@@ -222,8 +222,8 @@ struct PipelineScan {
     TrainMemory peak;
 };
 
-PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const StageSplit& split, const StageRates& rates,
-                           const ParallelConfig& p, double mb) {
+PipelineScan scan_pipeline(const TrainContext& c, const StageSplit& split, const StageRates& rates, const ParallelConfig& p,
+                           double mb) {
     const ModelSpec& m = c.model;
     PipelineScan s;
     s.peak.peak_bytes_per_gpu = -1;
@@ -231,7 +231,7 @@ PipelineScan scan_pipeline(const TrainContext& c, const ParamCount& pc, const St
     // With one kind of block, GPUs of equal layer count are alike but for the micro-batches in
     // flight, which fall along the pipeline: GPU 0, GPU 1 (the middle ones), uniform's first
     // shorter stage and the last GPU cover every maximum. Mixed kinds or a listed layout: every GPU.
-    const bool mixed = std::count_if(pc.layers.begin(), pc.layers.end(), [](int64_t n) { return n > 0; }) > 1;
+    const bool mixed = rates.kinds.size() > 1;
     auto next = [&](int64_t g) {
         if (mixed || split.listed != nullptr || g + 1 >= split.pp - 1) return g + 1;
         if (g == 0) return int64_t{1};
@@ -521,18 +521,24 @@ double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double micro
 // Every pipeline GPU's micro-batch takes at least the pipeline's average: the model's blocks, the
 // embedding and the head over pp (the slowest GPU, which paces the step and the bubble, is at
 // least that); the bubble's (pp - 1)/vp falls as vp grows, so p.vp's holds for every vp below.
-double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
-    double total = lc.embedding.total_s() + lc.head.total_s();
-    for (const LayerKind k : kAllLayerKinds)
-        if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].total_s();
+namespace {
+
+// One micro-batch through every stage: `part` of each block's cost times its count, and of the ends.
+template <class Part>
+double over_blocks(const ModelSpec& m, const LayerCosts& lc, Part part) {
+    double total = part(lc.embedding) + part(lc.head);
+    for (const LayerKind k : layer_kinds(m)) total += as_d(count_layers(m, k, 0, m.layers)) * part(lc.layer[idx(k)]);
     return total;
 }
 
+}  // namespace
+
+double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
+    return over_blocks(m, lc, [](const BlockCost& b) { return b.total_s(); });
+}
+
 double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) {
-    double total = lc.embedding.work.tensor_s + lc.head.work.tensor_s;
-    for (const LayerKind k : kAllLayerKinds)
-        if (const int64_t n = count_layers(m, k, 0, m.layers); n > 0) total += as_d(n) * lc.layer[idx(k)].work.tensor_s;
-    return total;
+    return over_blocks(m, lc, [](const BlockCost& b) { return b.work.tensor_s; });
 }
 
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
@@ -578,7 +584,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
         q.vp = 1;
         cut = split_layers(m.layers, q);
     }
-    const PipelineScan scan = scan_pipeline(c, pc, cut.split, rates, p, mb);
+    const PipelineScan scan = scan_pipeline(c, cut.split, rates, p, mb);
     r.slowest_stage = scan.slowest_gpu;
     r.peak_stage = scan.peak_gpu;
     const BlockCost slowest = stage_block(scan.slowest, lc);
