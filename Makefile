@@ -31,6 +31,7 @@ docs: build
 	@bash scripts/studies.sh $(BUILD_DIR)/scalemodel
 	@bash scripts/gallery.sh $(BUILD_DIR)/scalemodel
 	@python3 scripts/compare-kernels.py data/calibration/h100-kernels.csv presets/systems/dgx-h100.json > docs/KERNELS.md
+	@python3 scripts/compare-mamba.py $(BUILD_DIR)/scalemodel dgx-h100 data/calibration/h100-mamba.csv data/calibration/h100-mamba-kernels.csv dgx-h200 data/calibration/h200-mamba.csv data/calibration/h200-mamba-kernels.csv >> docs/KERNELS.md
 
 # Mutation testing (docs/TESTING.md): MUTANTS=N|all sampled with SEED, JOBS workers, in build-mutation/.
 MUTANTS ?= 250

@@ -113,6 +113,61 @@ TEST(Cost, ElementwiseIsVectorComputeOrMemoryBound) {
     EXPECT_EQ(c.fwd_flop, 0.0);                           // not matrix FLOP: MFU ignores it
 }
 
+// An SSD scan product: 2 x 64 x 128 x 256 x 1000 = 4.194 GFLOP at scan_max 0.1 of 100 TFLOP/s
+// (0.4194 ms) against its stated 100 MB at 0.5 TB/s (0.2 ms): compute-bound, whatever the GEMM
+// curve or the attention efficiency says; backward is both operands' gradients, each the
+// forward's work. At 400 MB it is memory-bound (0.8 ms).
+TEST(Cost, ScanProductRunsAtScanMaxAgainstItsStatedBytes) {
+    SystemSpec s = toy_system();
+    s.eff.scan_max = 0.1;
+    s.eff.attention_max = 0.9;
+    Op op;
+    op.kind = OpKind::batched_gemm;
+    op.scan = true;
+    op.gemm = {64, 128, 256, 1000};
+    op.bytes = 100e6;
+    const OpCost c = cost_op(op, s, CostContext{});
+    const double flop = 2.0 * 64 * 128 * 256 * 1000;
+    EXPECT_DOUBLE_EQ(c.fwd_flop, flop);
+    EXPECT_NEAR(c.fwd_s, flop / 10e12 + 1e-6, 1e-12);
+    EXPECT_NEAR(c.dgrad_s, c.fwd_s, 1e-15);
+    EXPECT_NEAR(c.wgrad_s, c.fwd_s, 1e-15);
+    EXPECT_NEAR(c.bwd_s, 2.0 * (flop / 10e12 + 1e-6), 1e-12);
+    EXPECT_DOUBLE_EQ(c.bwd_flop, 2.0 * flop);
+    EXPECT_DOUBLE_EQ(c.fwd_bytes, 100e6);
+    EXPECT_NEAR(c.fwd_tensor_s, flop / 10e12, 1e-15);
+    op.bytes = 400e6;
+    EXPECT_NEAR(cost_op(op, s, CostContext{}).fwd_s, 400e6 / 0.5e12 + 1e-6, 1e-12);
+    EXPECT_NEAR(cost_op(op, s, CostContext{}).bwd_s, 2.0 * (400e6 / 0.5e12 + 1e-6), 1e-12);
+}
+
+// An op whose backward recomputes its forward pays the forward once more in its backward pass
+// (time, FLOP, bytes); the forward itself is unchanged.
+TEST(Cost, BackwardThatRerunsTheForwardPaysItAgain) {
+    SystemSpec s = toy_system();
+    s.accel.vector_flop_per_s = 10e12;
+    Op op;
+    op.kind = OpKind::elementwise;
+    op.bytes = 1e9;  // forward 2 ms + 1 us, backward 4 ms + 1 us
+    op.bwd_reruns_fwd = true;
+    OpCost c = cost_op(op, s, CostContext{});
+    EXPECT_NEAR(c.fwd_s, 2e-3 + 1e-6, 1e-12);
+    EXPECT_NEAR(c.bwd_s, 4e-3 + 1e-6 + 2e-3 + 1e-6, 1e-12);
+    EXPECT_NEAR(c.dgrad_s, c.bwd_s, 1e-15);
+    EXPECT_DOUBLE_EQ(c.dgrad_bytes, 3e9);
+    op.kind = OpKind::batched_gemm;
+    op.scan = true;
+    s.eff.scan_max = 0.1;
+    op.gemm = {64, 128, 256, 1000};
+    op.bytes = 0;
+    c = cost_op(op, s, CostContext{});
+    const double flop = 2.0 * 64 * 128 * 256 * 1000, one = flop / 10e12 + 1e-6;
+    EXPECT_NEAR(c.fwd_s, one, 1e-12);
+    EXPECT_NEAR(c.bwd_s, 3.0 * one, 1e-12);
+    EXPECT_DOUBLE_EQ(c.bwd_flop, 3.0 * flop);
+    EXPECT_NEAR(c.bwd_tensor_s, 3.0 * flop / 10e12, 1e-15);
+}
+
 TEST(Collectives, PlaceGroups) {
     auto eq = [](GroupSpan g, int64_t l, int64_t r) { return g.local == l && g.remote == r; };
     EXPECT_TRUE(eq(place_group(1, 8, 64, 8), 8, 1));     // TP in one node

@@ -91,9 +91,12 @@ TEST(Hybrid, EachLayerIsOfItsCharactersKind) {
 // and 1 of the 2 groups. in_proj [256, 164, 64]; the convolution reads and writes 256 x (64 + 32)
 // elements (98,304 bytes) and keeps its input; 4 chunks of 64 tokens: C B^T [64, 64, 16] per chunk
 // and group (4), chunk states [16, 16, 64] per chunk and head (16), their pass along the chunks
-// (16 states of 16 x 16 in fp32, read and written: 32,768 bytes), the output from the states
+// (16 states of 16 x 16 read in fp32 and written in bf16: 24,576 bytes), the output from the states
 // [64, 16, 16] and within the chunk [64, 16, 64] (16 each); the gated norm reads y and z and
-// writes 256 x 64 (98,304 bytes) keeping both (65,536); out_proj [256, 64, 64].
+// writes 256 x 64 (98,304 bytes) keeping both (65,536); out_proj [256, 64, 64]. The scan's
+// products' traffic: B and C 256 x 16 x 2 = 8,192 bytes each, x and the output 256 x 64 x 2 =
+// 32,768, C B^T 4 x 64 x 64 x 4 = 65,536, the states 4,096 elements (fp32 from chunk_state, bf16
+// into the output). C B^T, the chunk states and their pass are recomputed in backward.
 TEST(Hybrid, MambaBlockOpsByHand) {
     LayerShape s;
     s.q_len = s.kv_len = 256;
@@ -117,7 +120,18 @@ TEST(Hybrid, MambaBlockOpsByHand) {
     const Op &conv = op_named(l, "mamba_conv1d"), &pass = op_named(l, "ssd_state_passing"), &norm = op_named(l, "mamba_gated_norm");
     EXPECT_DOUBLE_EQ(conv.bytes, 98304);
     EXPECT_DOUBLE_EQ(conv.saved_bytes, 49152);
-    EXPECT_DOUBLE_EQ(pass.bytes, 32768);
+    EXPECT_DOUBLE_EQ(pass.bytes, 24576);
+    EXPECT_DOUBLE_EQ(op_named(l, "ssd_bmm_cb").bytes, 2 * 8192 + 65536);
+    EXPECT_DOUBLE_EQ(op_named(l, "ssd_chunk_state").bytes, 8192 + 32768 + 4096 * 4);
+    EXPECT_DOUBLE_EQ(op_named(l, "ssd_chunk_scan_state").bytes, 8192 + 4096 * 2);
+    EXPECT_DOUBLE_EQ(op_named(l, "ssd_chunk_scan_intra").bytes, 65536 + 2 * 32768);
+    for (const char* name : {"ssd_bmm_cb", "ssd_chunk_state", "ssd_chunk_scan_state", "ssd_chunk_scan_intra"})
+        EXPECT_TRUE(op_named(l, name).scan) << name;
+    for (const Op& o : l.ops) {
+        const std::string name(o.name);
+        EXPECT_EQ(o.bwd_reruns_fwd, name == "ssd_bmm_cb" || name == "ssd_chunk_state" || name == "ssd_state_passing") << name;
+        if (o.kind != OpKind::batched_gemm) EXPECT_FALSE(o.scan) << name;
+    }
     EXPECT_DOUBLE_EQ(pass.saved_bytes, 0);
     EXPECT_DOUBLE_EQ(norm.bytes, 98304);
     EXPECT_DOUBLE_EQ(norm.saved_bytes, 65536);

@@ -232,7 +232,8 @@ TEST(Scenario, EveryEfficiencyFieldIsReadAndBounded) {
     const std::map<std::string, std::pair<double, double>> ranges{
         {"gemm_max", {1e-3, 1}},         {"gemm_half_dim", {0, 1e6}},          {"gemm_half_tokens", {0, 1e6}},
         {"gemm_max_8bit", {1e-3, 1}},    {"gemm_max_4bit", {1e-3, 1}},         {"clock_fraction", {0.1, 1}},
-        {"attention_max", {1e-3, 1}},    {"attention_half_tokens", {0, 1e9}},  {"memory_max", {1e-3, 1}},
+        {"attention_max", {1e-3, 1}},    {"attention_half_tokens", {0, 1e9}},  {"scan_max", {1e-3, 1}},
+        {"memory_max", {1e-3, 1}},
         {"memory_half_bytes", {0, 1e12}},
         {"kernel_latency_s", {0, 1}},    {"scale_up", {1e-3, 1}},              {"scale_out", {1e-3, 1}},
         {"overlap_interference", {0, 1}}, {"host_layer_overhead_s", {0, 1}}, {"host_collective_overhead_s", {0, 1}},

@@ -145,6 +145,30 @@ double cast_bytes_bwd(const GemmShape& g, const CostContext& ctx) {
     return grad * (ctx.act_bytes + 2.0 * copy) + x * copy + (q.amax_pass ? grad * ctx.act_bytes : 0.0);
 }
 
+namespace {
+
+// A product of the SSD scan: a chunked-scan kernel at its own share of the 16-bit matrix peak
+// (it runs in the activation format), against the HBM traffic the op states. Backward: the
+// gradients of both operands, each the forward's work (the batched-GEMM rule).
+OpCost scan_product_cost(const Op& op, const SystemSpec& sys, const CostContext& ctx) {
+    OpCost c;
+    const double peak = attention_peak(sys, ctx), rate = peak * sys.eff.scan_max;
+    c.fwd_flop = c.fwd_model_flop = gemm_flop(op.gemm);
+    c.fwd_bytes = c.dgrad_bytes = c.wgrad_bytes = op.bytes;
+    c.peak_flop_per_s = peak;
+    c.fwd_compute_s = c.fwd_flop / rate;
+    c.fwd_memory_s = memory_time_s(op.bytes, sys);
+    c.fwd_s = c.dgrad_s = c.wgrad_s = roofline_s(c.fwd_flop, rate, op.bytes, sys);
+    c.dgrad_flop = c.wgrad_flop = c.fwd_flop;
+    c.bwd_flop = 2.0 * c.fwd_flop;
+    c.bwd_s = c.dgrad_s + c.wgrad_s;
+    c.fwd_tensor_s = c.fwd_compute_s;
+    c.bwd_tensor_s = 2.0 * c.fwd_compute_s;
+    return c;
+}
+
+}  // namespace
+
 OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
     const CostContext ctx = op.keep_activation_precision ? at_activation_precision(given) : given;
     OpCost c;
@@ -152,6 +176,10 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
     switch (op.kind) {
         case OpKind::gemm:
         case OpKind::batched_gemm: {
+            if (op.scan) {
+                c = scan_product_cost(op, sys, ctx);
+                break;
+            }
             const GemmShape& g = op.gemm;
             // Weight GEMMs follow the shape-dependent GEMM curve; the unfused attention's
             // score and value products (activation x activation, k = head_dim) are attention
@@ -249,6 +277,15 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             c.dgrad_s = c.bwd_s;
             break;
         }
+    }
+    if (op.bwd_reruns_fwd) {  // the backward kernels first recompute what the forward did not keep
+        c.dgrad_s += c.fwd_s;
+        c.bwd_s += c.fwd_s;
+        c.dgrad_flop += c.fwd_flop;
+        c.bwd_flop += c.fwd_flop;
+        c.dgrad_bytes += c.fwd_bytes;
+        c.dgrad_sram_bytes += c.fwd_sram_bytes;
+        c.bwd_tensor_s += c.fwd_tensor_s;
     }
     return c;
 }

@@ -28,6 +28,9 @@ struct Efficiency {
     // inner loop over key blocks amortises its prologue, epilogue and causal diagonal over the
     // sequence. 0: the same efficiency at every length.
     double attention_half_tokens = 0;
+    // The Mamba-2 SSD scan's products (mamba_ssm's chunked-scan Triton kernels: tiles of the
+    // chunk, state and head dimensions, 64-256 wide) as a fraction of the 16-bit matrix peak.
+    double scan_max = 0.10;
     // Sustained clock under a training load over the clock the datasheet peaks are quoted at:
     // scales every matrix and vector peak (power- and thermally-limited parts run below boost).
     double clock_fraction = 1.0;

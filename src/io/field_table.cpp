@@ -30,6 +30,8 @@ constexpr std::array kEfficiency{
                     "fused-attention fraction of the 16-bit matrix peak (and of the vector peak on CUDA cores)"},
     EfficiencyField{"attention_half_tokens", &Efficiency::attention_half_tokens, 0.0, 1e9, "tokens", nullptr,
                     "keys per query row at which fused attention reaches half of attention_max (0: flat)"},
+    EfficiencyField{"scan_max", &Efficiency::scan_max, 1e-3, 1.0, "1", nullptr,
+                    "Mamba-2 SSD scan products (mamba_ssm's Triton kernels): fraction of the 16-bit matrix peak"},
     EfficiencyField{"memory_max", &Efficiency::memory_max, 1e-3, 1.0, "1", nullptr, "streaming fraction of HBM bandwidth"},
     EfficiencyField{"memory_half_bytes", &Efficiency::memory_half_bytes, 0.0, 1e12, "bytes", nullptr,
                     "a transfer of this size reaches half of memory_max"},

@@ -363,13 +363,15 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
                 LoraTarget::linear_proj, Split::row);
 }
 
-// A batched GEMM of the SSD scan: `batch` products of [m, k] x [k, n], none kept for backward
-// unless `saved_bytes` says so.
-Op ssd_gemm(std::string_view name, GemmShape g, double saved_bytes) {
+// A batched product of the SSD scan: `batch` products of [m, k] x [k, n] moving `bytes` of HBM
+// traffic per pass, none kept for backward unless `saved_bytes` says so.
+Op ssd_product(std::string_view name, GemmShape g, double bytes, double saved_bytes) {
     Op op;
     op.name = name;
     op.kind = OpKind::batched_gemm;
+    op.scan = true;
     op.gemm = g;
+    op.bytes = bytes;
     op.saved_bytes = saved_bytes;
     return op;
 }
@@ -381,10 +383,16 @@ Op ssd_gemm(std::string_view name, GemmShape g, double saved_bytes) {
 // collective) and out_proj row-parallel. The scan is costed as what its kernels do: per chunk,
 // C B^T per group ([Q, Q] over the state), each head's chunk state B^T x ([N, P] over Q tokens),
 // the pass of those states along the chunks (fp32, memory-bound), and the output from the
-// incoming state (C state) plus the causal intra-chunk part ((C B^T . L) x), all batched GEMMs
-// of the state's and chunk's small dimensions. Backward runs each at twice its forward (the
-// cost model's batched-GEMM backward). The scan keeps x, B and C for backward, the gated norm
-// its two inputs (the scan's output and z), out_proj the normalised output.
+// incoming state (C state) plus the causal intra-chunk part ((C B^T . L) x), batched products of
+// the state's, head's and chunk's small dimensions at efficiency.scan_max. Their HBM traffic: B
+// and C once per group (its heads share them), x and the output once per head, C B^T and the
+// chunk states in fp32 (states_in_fp32); the pass reads the fp32 states and writes them in the
+// operands' format (_state_passing_fwd's out_dtype), which the output's inter-chunk part reads.
+// Backward runs each product twice (both operands' gradients) and the pass at twice its bytes,
+// after recomputing C B^T, the chunk states and their pass, which the forward does not keep
+// (_mamba_chunk_scan_combined_bwd). Measured on H100 and H200: docs/CALIBRATION.md, "Mamba-2
+// mixers". The scan keeps x, B and C for backward, the gated norm its two inputs (the scan's
+// output and z), out_proj the normalised output.
 void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
     const MambaSpec& a = m.mamba;
     const double tp = static_cast<double>(s.tp);
@@ -403,12 +411,20 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
     out.ops.push_back(elementwise_op("mamba_conv1d", 2.0 * conv_elems * d.e, conv_elems * d.e, 2.0,
                                      (2.0 * static_cast<double>(a.conv_kernel) + kSiluFlop) * conv_elems));
     const double y = d.tokens * inner * d.e;
-    out.ops.push_back(ssd_gemm("ssd_bmm_cb", {q, q, state, chunks * groups}, 0.0));
-    out.ops.push_back(ssd_gemm("ssd_chunk_state", {state, head, q, chunks * heads}, conv_elems * d.e));
-    const double states = chunks * heads * head * state * 4.0;
-    out.ops.push_back(elementwise_op("ssd_state_passing", 2.0 * states, 0.0, 2.0, 2.0 * states / 4.0));
-    out.ops.push_back(ssd_gemm("ssd_chunk_scan_state", {q, head, state, chunks * heads}, 0.0));
-    out.ops.push_back(ssd_gemm("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, 0.0));
+    auto recomputed = [](Op op) {
+        op.bwd_reruns_fwd = true;
+        return op;
+    };
+    const double bc_bytes = d.tokens * groups * state * d.e;  // B or C
+    const double x_bytes = d.tokens * inner * d.e;             // x, or the output
+    const double cb_bytes = chunks * groups * q * q * 4.0;
+    const double states = chunks * heads * head * state;
+    out.ops.push_back(recomputed(ssd_product("ssd_bmm_cb", {q, q, state, chunks * groups}, 2.0 * bc_bytes + cb_bytes, 0.0)));
+    out.ops.push_back(recomputed(ssd_product("ssd_chunk_state", {state, head, q, chunks * heads},
+                                             bc_bytes + x_bytes + states * 4.0, conv_elems * d.e)));
+    out.ops.push_back(recomputed(elementwise_op("ssd_state_passing", states * (4.0 + d.e), 0.0, 2.0, 2.0 * states)));
+    out.ops.push_back(ssd_product("ssd_chunk_scan_state", {q, head, state, chunks * heads}, bc_bytes + states * d.e, 0.0));
+    out.ops.push_back(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * x_bytes, 0.0));
     out.ops.push_back(elementwise_op("mamba_gated_norm", 3.0 * y, 2.0 * y, 2.0, (kRmsNormFlop + kSiluFlop) * y / d.e));
     weight_gemm(out, s, "mamba_out_proj", {d.tokens, d.h, inner, 1}, y, LoraTarget::none, Split::row);
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);

@@ -53,6 +53,12 @@ struct Op {
     // Engine casts a sequence-parallel shard to fp8 and all-gathers that, so a column-parallel
     // GEMM behind the gather casts 1/tp of the rows it multiplies.
     double cast_rows_share = 1.0;
+    // A product of the Mamba-2 SSD scan (batched_gemm): costed at efficiency.scan_max, its HBM
+    // traffic `bytes` per pass given by the op (operands a group's heads share are read once).
+    bool scan = false;
+    // Backward runs this op's forward again before its gradient (mamba_ssm's SSD backward
+    // recomputes the chunk states rather than keep them): a kernel's own recompute, under every mode.
+    bool bwd_reruns_fwd = false;
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
