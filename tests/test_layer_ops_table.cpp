@@ -201,6 +201,17 @@ TEST(LayerOpsTable, ContextParallelKinds) {
     EXPECT_DOUBLE_EQ(a.saved_bytes, 24576);
     EXPECT_DOUBLE_EQ(ring_attn.saved_bytes, 24576);
     EXPECT_DOUBLE_EQ(l.transient_bytes, 0);
+    // The kernels' key loops: the ring's steps each span at most the 128 / cp = 64 keys of one
+    // rank's two load-balanced chunks (Transformer Engine's AttnFuncWithCPAndKVP2P: the local
+    // causal step over its own chunks, then half of the queries or half of the keys per step);
+    // all_gather's and Ulysses' span the whole 128; at cp 4 the ring's are 32.
+    EXPECT_DOUBLE_EQ(ring_attn.attn_kv_len, 64);
+    EXPECT_DOUBLE_EQ(a.attn_kv_len, 128);
+    s.cp_kind = CpKind::all_gather;
+    EXPECT_DOUBLE_EQ(find(layer_ops(m, s, LayerKind::dense), "attention").attn_kv_len, 128);
+    LayerShape four = cut();
+    four.cp = 4;
+    EXPECT_DOUBLE_EQ(find(layer_ops(m, four, LayerKind::dense), "attention").attn_kv_len, 32);
 }
 
 // Their times on the wire, by hand, on links of 1 GB/s and 1 us (scale-up) and 0.5 GB/s and 2 us

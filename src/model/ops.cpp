@@ -296,9 +296,15 @@ void cp_attention(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         case CpKind::ring:
             // Ring attention: K and V chunks travel cp-1 hops forward; backward sends them again
             // with their gradients. Each hop hides behind the attention of the previous chunk.
+            // Each step is its own kernel over at most this rank's T/cp keys (Transformer
+            // Engine's AttnFuncWithCPAndKVP2P with load-balanced chunks: the causal step over the
+            // rank's own two chunks, then all queries against half of a peer's keys or half of
+            // the queries against all of them), so the key loop is T/cp long, not T.
             out.comms.push_back({"cp_kv_ring", Collective::p2p, CommGroup::cp, Pass::fwd, kv_local, cp - 1.0, true});
             out.comms.push_back({"cp_kv_ring_grad", Collective::p2p, CommGroup::cp, Pass::bwd, 2.0 * kv_local, cp - 1.0, true});
             attention(out, m, s, d, a);
+            if (Op& core = out.ops.back(); core.kind == OpKind::attention)  // fused: one kernel per step
+                core.attn_kv_len = std::min(core.attn_kv_len, s.kv_len / cp);
             return;
         case CpKind::all_gather:
             // Transformer Engine's AttnFuncWithCPAndKVAllGather (Megatron-Core cp_comm_type
