@@ -380,6 +380,22 @@ TEST(InferenceModel, TensorParallelCollectivesAcrossDomainsCountAsScaleOut) {
     EXPECT_EQ(r.prefill.scale_up_bytes, 0.0);
 }
 
+// Sampling gathers the vocabulary-parallel logits of the last position: 2 sequences x 1 x vocab x
+// 2 bytes, of which a ring all-gather over the 2 ranks sends half from each GPU, across the network
+// here: 2 x vocab bytes. Only that collective grows with the vocabulary (the embedding's and the
+// layers' traffic is [tokens, h]), so going from 100 to 1,100 words adds 2,000 bytes of scale-out.
+TEST(InferenceModel, LogitsGatherAcrossDomainsCountsAsScaleOut) {
+    const SystemSpec sys = one_gpu_per_domain();
+    const InferenceSpec s = testing::fp16_workload(2, 100, 10);
+    ParallelConfig p;
+    p.tp = 2;
+    ModelSpec small = tiny_llama(4), large = tiny_llama(4);
+    large.vocab = 1100;
+    const InferResult a = evaluate_inference({small, sys, s}, p), b = evaluate_inference({large, sys, s}, p);
+    EXPECT_DOUBLE_EQ(b.prefill.scale_out_bytes - a.prefill.scale_out_bytes, 2000);
+    EXPECT_DOUBLE_EQ(b.prefill.scale_up_bytes, 0.0);
+}
+
 // One output token is the prefill's: no decode step runs, so none is costed.
 TEST(InferenceModel, OneOutputTokenHasNoDecodeStep) {
     const InferResult r = evaluate_inference({tiny_llama(2), round_inference_system(), testing::fp16_workload(2, 100, 1)}, ParallelConfig{});
