@@ -388,7 +388,7 @@ Op ssd_product(std::string_view name, GemmShape g, double bytes, double saved_by
 // (mamba_chunk_scan_combined) in chunks of Q tokens, the gated RMSNorm (per group, so no tp
 // collective) and out_proj row-parallel. The scan is costed as what its kernels do: per chunk,
 // C B^T per group ([Q, Q] over the state), each head's chunk state B^T x ([N, P] over Q tokens),
-// the pass of those states along the chunks (fp32, memory-bound), and the output from the
+// the pass of those states along the chunks (memory-bound), and the output from the
 // incoming state (C state) plus the causal intra-chunk part ((C B^T . L) x), batched products of
 // the state's, head's and chunk's small dimensions at efficiency.scan_max. Their HBM traffic: B
 // and C once per group (its heads share them), x and the output once per head, C B^T and the
@@ -421,16 +421,15 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
         op.bwd_reruns_fwd = true;
         return op;
     };
-    const double bc_bytes = d.tokens * groups * state * d.e;  // B or C
-    const double x_bytes = d.tokens * inner * d.e;             // x, or the output
+    const double bc_bytes = d.tokens * groups * state * d.e;  // B or C (x and the output: y)
     const double cb_bytes = chunks * groups * q * q * 4.0;
     const double states = chunks * heads * head * state;
     out.ops.push_back(recomputed(ssd_product("ssd_bmm_cb", {q, q, state, chunks * groups}, 2.0 * bc_bytes + cb_bytes, 0.0)));
     out.ops.push_back(recomputed(ssd_product("ssd_chunk_state", {state, head, q, chunks * heads},
-                                             bc_bytes + x_bytes + states * 4.0, conv_elems * d.e)));
+                                             bc_bytes + y + states * 4.0, conv_elems * d.e)));
     out.ops.push_back(recomputed(elementwise_op("ssd_state_passing", states * (4.0 + d.e), 0.0, 2.0, 2.0 * states)));
     out.ops.push_back(ssd_product("ssd_chunk_scan_state", {q, head, state, chunks * heads}, bc_bytes + states * d.e, 0.0));
-    out.ops.push_back(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * x_bytes, 0.0));
+    out.ops.push_back(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * y, 0.0));
     out.ops.push_back(elementwise_op("mamba_gated_norm", 3.0 * y, 2.0 * y, 2.0, (kRmsNormFlop + kSiluFlop) * y / d.e));
     weight_gemm(out, s, "mamba_out_proj", {d.tokens, d.h, inner, 1}, y, LoraTarget::none, Split::row);
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
