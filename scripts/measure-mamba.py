@@ -15,11 +15,17 @@ time of one call (`time_s`, back to back), the sum of its kernels' durations (`g
 host's time to issue it (`host_s`); KERNELS.csv gets each kernel's time per call.
 """
 import csv
+import importlib.util
+import pathlib
 import subprocess
 import sys
 import types
 
 import torch
+
+_spec = importlib.util.spec_from_file_location("measure_kernels", pathlib.Path(__file__).with_name("measure-kernels.py"))
+KERNELS_SCRIPT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(KERNELS_SCRIPT)
 
 
 def stub_packages():
@@ -66,21 +72,8 @@ def host_s(fn, calls=5):
 
 
 def time_s(fn, reps=20):
-    """Median over 5 batches of `reps` back-to-back calls, per call (after 3 warm-up calls, which autotune)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(stop) / 1e3 / reps)
-    samples.sort()
-    return samples[len(samples) // 2]
+    """Median back-to-back time per call: measure-kernels.py's timer (its 3 warm-up calls autotune)."""
+    return KERNELS_SCRIPT.time_s(fn, reps)
 
 
 # (heads, groups) per GPU: Nemotron-H 56B's mixer (inner width 16,384 = 256 heads of 64, 8 groups)
