@@ -3,6 +3,8 @@
 // partition_uniform), which GPU holds which kinds of block, and each stage's time and memory.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <limits>
 #include <string>
 #include <vector>
@@ -144,6 +146,10 @@ TEST(Stages, ExplicitFirstAndLastStageLayers) {
     // 10 layers on pp 4 x vp 2, first and last 2: the two middle GPUs take 3 each, which their two
     // chunks cannot share.
     EXPECT_FALSE(split_layers(10, cut(4, 2, PipelineSplit::first_last, 2, 2)).ok());
+    // The same with one middle GPU: 7 layers on pp 3 x vp 2, first and last 2, leave it 3, which its
+    // two chunks cannot share either; 8 layers leave it 4, 2 per chunk.
+    EXPECT_FALSE(split_layers(7, cut(3, 2, PipelineSplit::first_last, 2, 2)).ok());
+    EXPECT_EQ(split_of(8, cut(3, 2, PipelineSplit::first_last, 2, 2)).gpu_layers(1), 4);
     // Two stages, both given: no middle stage, and none needed (40 + 56 = 96).
     const StageSplit two = split_of(96, cut(2, 2, PipelineSplit::first_last, 40, 56));
     EXPECT_EQ(two.gpu_layers(0), 40);
@@ -486,6 +492,22 @@ TEST(Stages, PipelineLayoutSetsEachGpusLoad) {
                             R"("pipeline_layout": "Et*16|t*16mL")", R"("pipeline_layout": "Et*16|t*16L", "pipeline_split": "even")",
                             R"("pipeline_layout": "Et*16|t*16L", "first_stage_layers": 16)"})
         EXPECT_NE(refusal(with(bad)).find("parallel.pipeline_layout"), std::string::npos) << bad;
+}
+
+// A layout that slips past the scenario's checks (here 32 layers on pp 2 x vp 3, which no split
+// of the 6 chunks carries, handed straight to the model) is costed as the even split without
+// interleaving, 16 layers per GPU: finite, never a crash, the even split's weights.
+TEST(Stages, AnUncheckedLayoutFallsBackToTheEvenSplit) {
+    const Scenario even = testing::scenario(R"({"model": {"preset": "llama2-7b"}, "system": {"preset": "dgx-a100-80gb"},
+        "parallel": {"tp": 1, "pp": 2, "dp": 4}, "training": {"global_batch": 64}})");
+    ParallelConfig p = even.parallel;
+    p.vp = 3;
+    ASSERT_FALSE(split_layers(32, p).ok());
+    const TrainResult r = evaluate_training({even.model, even.system, even.training}, p);
+    const TrainResult e = evaluate_training({even.model, even.system, even.training}, even.parallel);
+    EXPECT_TRUE(std::isfinite(r.step_time_s));
+    EXPECT_GT(r.step_time_s, 0.0);
+    EXPECT_DOUBLE_EQ(r.memory.weights_bytes, e.memory.weights_bytes);
 }
 
 // Properties on published models. More pipeline stages never raise the peak: a stage's weights
