@@ -240,5 +240,28 @@ TEST(Hybrid, SearchAnswersCostWhatTrainCosts) {
     }
 }
 
+// A faster scan or faster hardware never slows a hybrid step: Nemotron-H 56B's first six layers
+// ("M-*M-M") on 8 H100s at tp 8. The scan's products are compute-bound at these shares of the
+// peak, so each step up of scan_max shortens the step; more HBM or link bandwidth never lengthens it.
+TEST(Hybrid, FasterScanOrHardwareIsNeverSlower) {
+    const Scenario s = testing::scenario(R"({"model": {"preset": "nemotron-h-56b", "layers": 6, "hybrid_pattern": "M-*M-M"},
+        "system": {"preset": "dgx-h100"}, "parallel": {"tp": 8}, "training": {"global_batch": 4, "precision": "bf16"}})");
+    auto step = [&](const SystemSpec& sys) { return evaluate_training({s.model, sys, s.training}, s.parallel).step_time_s; };
+    double previous = 0;
+    for (const double share : {0.4, 0.2, 0.1, 0.05}) {
+        SystemSpec sys = s.system;
+        sys.eff.scan_max = share;
+        const double t = step(sys);
+        EXPECT_GT(t, previous) << share;
+        previous = t;
+    }
+    const double base = step(s.system);
+    SystemSpec hbm = s.system, links = s.system;
+    hbm.accel.memory_bw_bytes_per_s *= 2;
+    links.scale_up.bw_bytes_per_s *= 2;
+    EXPECT_LE(step(hbm), base);
+    EXPECT_LE(step(links), base);
+}
+
 }  // namespace
 }  // namespace sm
