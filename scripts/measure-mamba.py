@@ -29,14 +29,14 @@ _spec.loader.exec_module(KERNELS_SCRIPT)
 
 
 def stub_packages():
-    """mamba_ssm's package __init__ imports its compiled CUDA extensions; load the Triton modules alone."""
-    for name in ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton", "mamba_ssm.utils"):
-        try:
-            __import__(name)
-        except ImportError:
-            mod = types.ModuleType(name)
-            mod.__path__ = []
-            sys.modules[name] = mod
+    """Load mamba_ssm's Triton modules without running its package __init__ files, which import
+    its compiled CUDA extensions: each package is an empty module whose path is its folder."""
+    root = pathlib.Path(importlib.util.find_spec("mamba_ssm").submodule_search_locations[0])
+    for name, folder in (("mamba_ssm", root), ("mamba_ssm.ops", root / "ops"),
+                         ("mamba_ssm.ops.triton", root / "ops" / "triton"), ("mamba_ssm.utils", root / "utils")):
+        mod = types.ModuleType(name)
+        mod.__path__ = [str(folder)]
+        sys.modules[name] = mod
 
 
 KERNELS = {}  # (measurement, kernel name) -> seconds per call, written to the optional second CSV
