@@ -160,8 +160,19 @@ StageFigures stage_figures(const StageLoad& l, const StageRates& r, double in_fl
         bwd_wall_s += r.head_bwd_window_s;
         act += r.head_act;
     }
-    return StageFigures{time_s,     params,      experts,     trained,    trained_experts, in_flight * act + working, layers,
-                        layer_act,  in_flight,   block_fwd_s, block_bwd_s, fwd_wall_s,      bwd_wall_s};
+    return StageFigures{.time_s = time_s,
+                        .params = params,
+                        .experts = experts,
+                        .trained = trained,
+                        .trained_experts = trained_experts,
+                        .activations = in_flight * act + working,
+                        .layers = layers,
+                        .layer_act = layer_act,
+                        .in_flight = in_flight,
+                        .block_fwd_s = block_fwd_s,
+                        .block_bwd_s = block_bwd_s,
+                        .fwd_wall_s = fwd_wall_s,
+                        .bwd_wall_s = bwd_wall_s};
 }
 
 // The second memory tier (parallel.offload, training/offload.cpp) for one pipeline GPU whose
