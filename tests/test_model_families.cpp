@@ -180,6 +180,22 @@ TEST(ModelFamilies, SharedExpertsRunOnEveryTokenShardedByTp) {
     EXPECT_DOUBLE_EQ(p.active, common + 18432 + 12288);
     // The shared experts' three ops, and only they, are what the expert all-to-all can hide behind.
     for (const Op& op : ops.ops) EXPECT_EQ(op.shared_expert, op.name.substr(0, 7) == "shared_") << op.name;
+    // With ep > 1 the all-to-all is hideable only with the overlap on and a shared expert to hide behind.
+    LayerShape s = tokens(2, 32, 2);
+    s.ep = 2;
+    for (bool overlap : {false, true})
+        for (int64_t shared_n : {0, 2}) {
+            s.shared_expert_overlap = overlap;
+            m.moe.shared_experts = shared_n;
+            size_t a2a = 0;
+            const LayerOps o = layer_ops(m, s, LayerKind::moe);
+            for (const CommOp& c : o.comms)
+                if (c.group == CommGroup::ep) {
+                    ++a2a;
+                    EXPECT_EQ(c.overlappable, overlap && shared_n > 0) << c.name;
+                }
+            EXPECT_EQ(a2a, 4u);
+        }
 }
 
 // Megatron's shared-expert overlap in a training step (NeMo's DeepSeek-V3 and Llama 4 configs set

@@ -557,6 +557,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // The router and the shared experts read the same input; it is kept once.
     weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
     const double a2a = routed * d.h * d.e, gathered = rows * d.h * d.e;
+    // Megatron's shared-expert overlap runs dispatch and combine while the shared experts compute.
+    const bool hidden = shared && s.shared_expert_overlap;
     // Token permutation, memory-bound (Megatron-Core's alltoall dispatcher; TensorRT-LLM's
     // expand/finalize kernels): each token's top_k copies are gathered into expert order before
     // dispatch (read and write every copy) and after the combine scattered back, weighted by their
@@ -566,8 +568,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const double copies = own * topk * d.h * d.e, token_rows = own * d.h * d.e;
     out.ops.push_back(elementwise_op("moe_permute", 2.0 * copies, 0.0, 1.0));
     if (s.ep > 1) {
-        out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
-        out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
+        out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
+        out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
     }
     // In bf16 (the dispatcher's own collectives), not hidden: the experts wait for them.
     if (gather > 1) {
@@ -593,8 +595,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_tp_all_gather_grad", Collective::all_gather, CommGroup::tp, Pass::bwd, gathered, 1, false});
     }
     if (s.ep > 1) {
-        out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, false});
-        out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, false});
+        out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
+        out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
     }
     // Forward reads the copies and writes the token rows; backward reads the gradient once per
     // copy, the kept copies for the probabilities, and writes the copies' gradient.

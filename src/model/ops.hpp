@@ -98,6 +98,8 @@ struct LayerShape {
     double gather_bytes = 0;
     double kv_bytes = 2;       // bytes per K/V element kept in the cache
     bool decode = false;       // one new token per sequence against a cache (MLA absorbs its up-projections)
+    // Training: the expert all-to-all hides behind the shared experts (training.moe_shared_expert_overlap).
+    bool shared_expert_overlap = false;
     LoraSpec lora;             // LoRA training: base weights frozen, adapters beside the targets
 };
 

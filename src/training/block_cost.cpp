@@ -68,17 +68,17 @@ std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const S
 }
 
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
-                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap,
-                     bool shared_expert_overlap) {
+                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap) {
     BlockCost b = compute.cost;
     const double attn_fwd_s = compute.attn_fwd_s, attn_bwd_s = compute.attn_bwd_s;
 
     // Overlappable traffic hides behind independent compute of its own pass: ring attention
     // behind the attention of the previous chunk, TP gathers/reductions behind the other
-    // gradient GEMM (half of the non-attention backward). The windows are disjoint slices of the
-    // compute, and collectives of different groups run concurrently on their own streams, so a
-    // pass is stretched by the worst of them, not by their sum: faster compute never exposes
-    // more than it saves.
+    // gradient GEMM (half of the non-attention backward), the expert all-to-all behind the shared
+    // experts (training.moe_shared_expert_overlap). The windows are disjoint slices of the compute,
+    // and collectives of different groups run concurrently on their own streams, so a pass is
+    // stretched by the worst of them, not by their sum: faster compute never exposes more than it
+    // saves.
     std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
     double exposed_fwd = 0, exposed_bwd = 0;
     for (size_t i = 0; i < comms.size(); ++i) {
@@ -90,9 +90,7 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         b.work.scale_out_bytes += k.scale_out_bytes * c.count * reps;
         const size_t g = idx(c.group);
         b.comm_link_s[g] += one * reps;
-        // Megatron's shared-expert overlap: dispatch and combine run while the shared expert computes.
-        const bool beside_shared = shared_expert_overlap && c.group == CommGroup::ep && compute.shared_fwd_s > 0;
-        if (c.overlappable || beside_shared) {
+        if (c.overlappable) {
             (c.pass == Pass::fwd ? hidden_fwd : hidden_bwd)[g] += one * reps;
         } else {
             const double hide = c.group == CommGroup::tp ? tp_overlap : 0.0;
@@ -138,9 +136,9 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
 }
 
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap, bool shared_expert_overlap) {
+                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
     return with_comms(cost_block_compute(ops, sys, ctx, recompute), ops.comms, cost_comms(ops.comms, sys, spans), sys, spans,
-                      recompute, tp_overlap, shared_expert_overlap);
+                      recompute, tp_overlap);
 }
 
 }  // namespace sm

@@ -81,15 +81,13 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
 // Each collective of a block over `spans`, once: the same under every recompute mode.
 std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans);
 // The block with its collectives added to its compute: `costs[i]` is one `comms[i]`'s cost
-// (cost_comms), which the recompute mode repeats or hides. `shared_expert_overlap`: the
-// expert-parallel all-to-all hides behind the shared experts of its pass
-// (training.moe_shared_expert_overlap).
+// (cost_comms), which the recompute mode repeats or hides. A hideable expert-parallel all-to-all
+// hides behind the shared experts of its pass (training.moe_shared_expert_overlap).
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
-                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap,
-                     bool shared_expert_overlap = false);
+                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap);
 // Cost a block: every op through cost_op, every collective through collective_time_s.
 // `tp_overlap` is the fraction of blocking TP traffic hidden by comm-GEMM overlap.
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap, bool shared_expert_overlap = false);
+                     const CommSpans& spans, Recompute recompute, double tp_overlap);
 
 }  // namespace sm

@@ -443,6 +443,7 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     s.gather_bytes = std::min(s.act_bytes, bytes_per_element(t.precision));
     s.kv_bytes = s.act_bytes;
     s.lora = t.lora;
+    s.shared_expert_overlap = t.moe_shared_expert_overlap;
     return s;
 }
 
@@ -516,7 +517,7 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const Lay
     LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))
         out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans,
-                                       p.recompute, ov, c.training.moe_shared_expert_overlap);
+                                       p.recompute, ov);
     out.embedding = with_comms(compute.embedding, ops.embedding.comms, comms.embedding, c.system, spans, Recompute::none, ov);
     out.head = with_comms(compute.head, ops.head.comms, comms.head, c.system, spans, Recompute::none, ov);
     return out;
