@@ -194,9 +194,9 @@ TEST_P(DisaggregatedVsBruteForce, SameBestRate) {
     std::vector<ServeHit> pre, dec;
     for (const ParallelConfig& p : instances)
         for (int64_t n = 1; n <= 512; ++n) {
-            const ServingPoint a = serve_at(c, p, n, ServeRole::prefill);
+            const ServingPoint a = with_energy(c.system, p, serve_at(c, p, n, ServeRole::prefill));
             if (a.fits_in_memory) pre.push_back({p, a});
-            const ServingPoint d = serve_at(c, p, n, ServeRole::decode);
+            const ServingPoint d = with_energy(c.system, p, serve_at(c, p, n, ServeRole::decode));
             if (d.fits_in_memory && (t.tpot_s <= 0 || d.tpot_s <= t.tpot_s)) dec.push_back({p, d});
         }
     // The transfer (by hand in KvTransferByHand) over scale-up when the budget fits in one

@@ -44,7 +44,7 @@ TEST_P(ServeSearchVsBruteForce, SameBest) {
             p.dp = sp.gpus / (tp * pp);
             ++layouts;
             for (int64_t n = 1; n <= 4096; ++n) {
-                ServeHit h{p, serve_at(c, p, n)};
+                ServeHit h{p, with_energy(c.system, p, serve_at(c, p, n))};
                 if (!meets(h.point, t)) continue;
                 if (!best || better(h, *best, sp.objective)) best = h;
             }
@@ -96,12 +96,12 @@ TEST(ServeEnergy, IdlePowerOverTheRequestsInFlight) {
         p.tp = tp;
         p.pp = pp;
         p.dp = dp;
-        const ServingPoint pt = serve_at({m, sys, s}, p, 8);
+        const ServingPoint pt = with_energy(sys, p, serve_at({m, sys, s}, p, 8));
         EXPECT_NEAR(pt.energy_per_request_j, 100.0 * tp * pp * pt.e2e_latency_s / 8.0, 1e-12 * pt.energy_per_request_j)
             << tp << " " << pp << " " << dp;
     }
     sys.energy = {};  // no figures: no energy
-    EXPECT_EQ(serve_at({m, sys, s}, ParallelConfig{}, 8).energy_per_request_j, 0.0);
+    EXPECT_EQ(with_energy(sys, ParallelConfig{}, serve_at({m, sys, s}, ParallelConfig{}, 8)).energy_per_request_j, 0.0);
 }
 
 TEST(ServeEnergy, ObjectiveOrdersByJoules) {

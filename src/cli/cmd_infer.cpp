@@ -34,7 +34,7 @@ int run_serving(const Io& io, const Scenario& s, std::optional<int64_t> concurre
     ServingPoint r;
     std::string mode = "concurrency";
     if (concurrency) {
-        r = serve_at(c, s.parallel, *concurrency);
+        r = with_energy(s.system, s.parallel, serve_at(c, s.parallel, *concurrency));
         if (!r.fits_in_memory)
             io.err << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
                       << " has " << gib(s.system.accel.memory_bytes) << " (largest concurrency that fits: " << limit << ")\n";

@@ -24,12 +24,23 @@ int64_t max_hbm_stacks(const TechnologySpec& t) {
     return t.dies * static_cast<int64_t>(std::floor(edge_per_die_m / t.hbm.edge_m));
 }
 
+namespace {
+
+// The SRAM level's bandwidth at the node's clock: banks of a fixed size each deliver a fixed
+// width per clock.
+double sram_bw_at_node_clock(const TechnologySpec& t) {
+    const double area = t.die_area_m2 * static_cast<double>(t.dies);
+    return t.sram_share * area * t.sram_bytes_per_cycle_per_m2 * t.node.clock_hz;
+}
+
+}  // namespace
+
 ChipPower fixed_power(const TechnologySpec& t) {
     ChipPower p;
     const double area = t.die_area_m2 * static_cast<double>(t.dies);
     p.static_w = t.node.leakage_w_per_m2 * area;
     // The SRAM level at the node's clock: the most it can draw (a power-limited chip runs slower).
-    p.sram_w = t.sram_share * area * t.sram_bytes_per_cycle_per_m2 * t.node.clock_hz * 8.0 * t.node.sram_j_per_bit;
+    p.sram_w = sram_bw_at_node_clock(t) * 8.0 * t.node.sram_j_per_bit;
     const double hbm_bw = static_cast<double>(t.hbm.stacks) * t.hbm.stack_bw_bytes_per_s;
     p.hbm_w = hbm_bw * 8.0 * t.hbm.j_per_bit;
     // Both directions of every lane carry data at full load.
@@ -62,7 +73,7 @@ GeneratedChip generate_chip(const TechnologySpec& t) {
         g.matrix_flop_per_s[i] = p == Precision::fp32 ? g.vector_flop_per_s : bf16 * tensor_rate_ratio(p);
     }
     g.sram_bytes = t.sram_share * area * t.node.sram_bytes_per_m2;
-    g.sram_bw_bytes_per_s = t.sram_share * area * t.sram_bytes_per_cycle_per_m2 * t.node.clock_hz * clock_factor;
+    g.sram_bw_bytes_per_s = sram_bw_at_node_clock(t) * clock_factor;
     const auto stacks = static_cast<double>(t.hbm.stacks);
     g.memory_bytes = stacks * t.hbm.stack_bytes;
     g.memory_bw_bytes_per_s = stacks * t.hbm.stack_bw_bytes_per_s;

@@ -162,11 +162,14 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.output_tokens_per_s_per_user = role == ServeRole::prefill ? 0.0 : 1.0 / r.tpot_s;
     r.memory = serving_memory(c, p, concurrency, role);
     r.fits_in_memory = cache_fits(c, r.memory);
+    return r;
+}
+
+ServingPoint with_energy(const SystemSpec& sys, const ParallelConfig& p, ServingPoint r) {
+    if (!sys.energy.known()) return r;
     // In a step each stage runs each micro-batch once; the tp GPUs of a stage do alike.
-    if (c.system.energy.known()) {
-        r.energy = energy_of(c.system, Work{}.add(r.step.work(), as_d(p.tp) * as_d(r.micro_batches)), r.step_s, as_d(p.tp * p.pp));
-        r.energy_per_request_j = r.energy.total_j() / replica_requests_per_step(r, p.dp);
-    }
+    r.energy = energy_of(sys, Work{}.add(r.step.work(), as_d(p.tp) * as_d(r.micro_batches)), r.step_s, as_d(p.tp * p.pp));
+    r.energy_per_request_j = r.energy.total_j() / replica_requests_per_step(r, p.dp);
     return r;
 }
 
@@ -288,7 +291,7 @@ std::optional<ServingPoint> max_throughput(const InferContext& c, const Parallel
     const int64_t per_replica = (s.num_requests + p.dp - 1) / p.dp;
     std::optional<ServingPoint> best;
     for (const int64_t n : concurrency_candidates(c, limit)) {
-        ServingPoint pt = serve_at(c, p, n);
+        ServingPoint pt = with_energy(c.system, p, serve_at(c, p, n));  // per request of the steady state
         if (per_replica > 0) {
             pt.run_s = finite_run_s(c, p, n, per_replica);
             pt.requests_per_s = as_d(s.num_requests) / pt.run_s;  // the run ends with its fullest replica

@@ -68,6 +68,9 @@ PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double
 // A prefill engine's TTFT is its own (queue + chunks + host); a decode engine's is 0 and its
 // output counts the O - 1 tokens after the first.
 ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role = ServeRole::both);
+// Point r of layout p with its energy filled in (unchanged when the system has no energy
+// figures): costed where a point is kept or reported, not for every concurrency a search tries.
+ServingPoint with_energy(const SystemSpec& sys, const ParallelConfig& p, ServingPoint r);
 // Memory of that steady state on one GPU (weights, KV blocks, the largest step's activations).
 InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role = ServeRole::both);
 // The largest concurrency whose memory fits (0: not even one request).

@@ -94,7 +94,7 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
             std::sort(tries.begin(), tries.end());
             tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
             for (const int64_t n : tries) {
-                ServeHit h{p, serve_at(c, p, n)};
+                ServeHit h{p, with_energy(c.system, p, serve_at(c, p, n))};
                 ++r.points;
                 if (n <= feasible && meets(h.point, targets)) r.best.push_back(h);
                 all.push_back(h);
@@ -172,7 +172,7 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
             tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
             for (const int64_t n : tries) {
                 if (n < 1) continue;
-                ServeHit h{p, serve_at(c, p, n, role)};
+                ServeHit h{p, with_energy(c.system, p, serve_at(c, p, n, role))};
                 if (ok(h.point)) out.push_back(h);
             }
         }
