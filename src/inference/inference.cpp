@@ -19,7 +19,6 @@ LayerShape base_shape(const ParallelConfig& p, const InferenceSpec& s) {
     LayerShape sh;
     sh.batch = as_d(s.batch);
     sh.tp = p.tp;
-    sh.cp = 1;
     sh.ep = p.ep;
     // Sequence parallelism saves activation memory for backward; inference keeps the plain
     // all-reduce form of Megatron's TP.
@@ -98,15 +97,13 @@ PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const Laye
         total.scale_out_bytes += k.scale_out_bytes;
     }
     total.host_s += layers * sys.eff.host_layer_overhead_s;
-    if (p.pp > 1) {
-        // Each stage hands its output activation to the next: pp-1 hops for one batch.
-        const double bytes = layer.batch * layer.q_len * as_d(m.hidden) * layer.act_bytes;
-        const CollectiveCost k = collective_cost(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys);
-        const double hop = k.time_s + sys.eff.host_collective_overhead_s;
-        total.pp_comm_s += (as_d(p.pp) - 1.0) * hop;
-        total.scale_up_bytes += (as_d(p.pp) - 1.0) * k.scale_up_bytes;
-        total.scale_out_bytes += (as_d(p.pp) - 1.0) * k.scale_out_bytes;
-    }
+    // Each stage hands its output activation to the next: pp-1 hops for one batch.
+    const double bytes = layer.batch * layer.q_len * as_d(m.hidden) * layer.act_bytes;
+    const CollectiveCost k = collective_cost(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys);
+    const double hop = k.time_s + sys.eff.host_collective_overhead_s;
+    total.pp_comm_s += (as_d(p.pp) - 1.0) * hop;
+    total.scale_up_bytes += (as_d(p.pp) - 1.0) * k.scale_up_bytes;
+    total.scale_out_bytes += (as_d(p.pp) - 1.0) * k.scale_out_bytes;
     return total;
 }
 

@@ -107,7 +107,6 @@ Roofline inference_roofline(const InferContext& c, const ParallelConfig& p, int6
     const LayerShape pre = prefill_shape(c.model, p, s);
     LayerShape pre_head = pre;
     pre_head.q_len = 1;
-    pre_head.kv_len = 1;
     add_phase(r.rows, "prefill", c, p, pre, pre_head);
     const LayerShape dec = decode_shape(p, s, static_cast<double>(r.context));
     add_phase(r.rows, "decode", c, p, dec, dec);

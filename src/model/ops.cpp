@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 namespace sm {
@@ -190,7 +191,7 @@ void residual(LayerOps& out, std::string_view name, const ModelSpec& m, const Di
 // The heads of one attention core on this GPU: query heads, K/V heads, the query-key and the
 // value width per head, and (absorbed MLA decode) K and V read as one shared latent.
 struct Heads {
-    double q = 0, kv = 0, qk_dim = 0, v_dim = 0;
+    double q, kv, qk_dim, v_dim;
     double kv_read_elems = -1;  // < 0: K and V as attended, each read once
 };
 
@@ -498,7 +499,7 @@ ActCost activation_cost(FfnAct a) {
         case FfnAct::squared_relu: return {1, kSquaredReluFlop};
         case FfnAct::geglu: return {2, kGegluFlop};
     }
-    return {1, kGeluFlop};
+    throw std::logic_error("activation_cost: an FfnAct without a case");  // every enumerator returns above
 }
 
 struct FfnNames {

@@ -96,7 +96,7 @@ std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
         const int64_t f = moe ? m.moe.expert_ffn_hidden : m.ffn_hidden;
         if (f % tp != 0) return TpMisfit{moe ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden", f, false};
     }
-    if (m.moe.enabled() && m.moe.shared_experts > 0) {
+    if (m.moe.enabled()) {  // no shared experts: width 0, which every tp divides
         const int64_t f = m.moe.shared_experts * m.moe.shared_expert_ffn_hidden;
         if (f % tp != 0) return TpMisfit{"model.moe.shared_experts * shared_expert_ffn_hidden", f, false};
     }

@@ -136,7 +136,7 @@ PipelineSplit default_split(int64_t layers, const ParallelConfig& p) {
     const int64_t n = p.pp * (p.pp > 1 ? p.vp : 1);
     if (layers % n == 0) return PipelineSplit::even;
     if ((layers + 2) % n == 0) return PipelineSplit::embedding_loss;
-    if (p.vp > 1 && p.pp > 1)  // even where fill does not cut either: the error that says most
+    if (p.vp > 1)  // even where fill does not cut either: the error that says most
         return fill_per_chunk(layers, n) > 0 ? PipelineSplit::fill : PipelineSplit::even;
     return PipelineSplit::uniform;
 }

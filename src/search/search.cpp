@@ -129,8 +129,8 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     p.zero = zero;
     p.microbatch = 1;
     p.recompute = Recompute::full;
-    p.sequence_parallel = s.tp > 1;
-    // Memory does not depend on where the groups sit: no placement needed.
+    // Memory does not depend on where the groups sit (no placement needed), nor, without
+    // activations, on sequence parallelism.
     return assemble_step(c, p, LayerCosts{}, params, CommSpans{}).memory.peak_bytes_per_gpu;
 }
 

@@ -10,7 +10,7 @@ namespace sm {
 
 std::vector<double> shapley_values(size_t n, std::span<const double> v) {
     // Weight of a coalition of size k that player i joins: k! (n-k-1)! / n!.
-    std::vector<double> weight(n, 0.0);
+    std::vector<double> weight(n);
     for (size_t k = 0; k < n; ++k) weight[k] = std::exp(std::lgamma(k + 1.0) + std::lgamma(static_cast<double>(n - k)) - std::lgamma(n + 1.0));
     std::vector<double> phi(n, 0.0);
     for (uint64_t s = 0; s < v.size(); ++s)

@@ -559,8 +559,7 @@ double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const L
 
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, double micro_batch_total_s) {
     const double mb = microbatches_per_step(c.training, p);
-    const double vp = p.pp > 1 ? as_d(p.vp) : 1.0;
-    return (mb + (as_d(p.pp) - 1.0) / vp) * micro_batch_total_s / as_d(p.pp);
+    return (mb + (as_d(p.pp) - 1.0) / as_d(p.vp)) * micro_batch_total_s / as_d(p.pp);
 }
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {
