@@ -6,7 +6,8 @@ private copy of the tree (never the user's working tree), runs the suite without
 and reports which mutants survive. docs/TESTING.md explains the operators and the report.
 
 Usage (from the repository root; `make mutation` passes MUTANTS, SEED and JOBS):
-  scripts/mutation.py [--mutants N|all] [--seed S] [--jobs J] [--file src/x.cpp ...] [--id ID ...]
+  scripts/mutation.py [--mutants N|all] [--seed S] [--changed-since REV [--changed-max N]] [--jobs J]
+                      [--file src/x.cpp ...] [--id ID ...]
                       [--all-dirs] [--headers] [--list] [--floor PCT]
 Standard library only.
 """
@@ -18,7 +19,6 @@ import fcntl
 import hashlib
 import json
 import os
-import random
 import re
 import shlex
 import shutil
@@ -306,6 +306,41 @@ def generate(root: Path, rel: str) -> list[Mutant]:
     return mutants
 
 
+# --------------------------------------------------------------------------------------------
+# Selection. A mutant is in the sample when its own draw, a hash of the seed and its id (its
+# file, its line's text and its edit), falls below the rate: an edit redraws only the mutants on
+# the lines it touches, whatever it does to the rest of the pool. `--mutants N` is a rate of N
+# per SAMPLE_SCALE mutants, so it picks about N while the pool is near that size (the count is
+# printed), and a smaller N with the same seed is a subset of a larger one.
+SAMPLE_SCALE = 5000
+
+
+def draw(m: Mutant, seed: int) -> float:
+    """The mutant's uniform draw in [0, 1), fixed by the seed and its id alone."""
+    return int(hashlib.sha1(f"{seed}\0{m.id}".encode()).hexdigest()[:15], 16) / 16 ** 15
+
+
+def sampled(everything: list[Mutant], n: int, seed: int) -> list[Mutant]:
+    return [m for m in everything if draw(m, seed) < n / SAMPLE_SCALE]
+
+
+def changed_lines(root: Path, base: str, files: list[str]) -> dict[str, set[int]]:
+    """Per file, the lines of the working tree added or changed since the commit `base`
+    (`git diff -U0`'s new-side hunks); files new since base count whole."""
+    out = subprocess.run(["git", "diff", "-U0", "--no-color", "--no-ext-diff", base, "--", *files], cwd=root,
+                         stdout=subprocess.PIPE, check=True, text=True).stdout
+    lines: dict[str, set[int]] = {}
+    current = None
+    for raw in out.splitlines():
+        if raw.startswith("+++ "):
+            current = raw[6:] if raw.startswith("+++ b/") else None
+        elif raw.startswith("@@") and current is not None:
+            m = re.match(r"@@ -\S+ \+(\d+)(?:,(\d+))? @@", raw)
+            start, count = int(m.group(1)), int(m.group(2) or 1)
+            lines.setdefault(current, set()).update(range(start, start + count))
+    return lines
+
+
 def source_files(root: Path, dirs: list[str], headers: bool) -> list[str]:
     exts = (".cpp", ".hpp", ".h") if headers else (".cpp",)
     out = []
@@ -476,8 +511,13 @@ def rate(killed: int, survived: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mutants", default=None, help="how many to sample, or 'all' (default 250; all with --file)")
+    ap.add_argument("--mutants", default=None,
+                    help=f"sample about N: each mutant whose own draw is below N/{SAMPLE_SCALE}; or 'all' (default 250; all with --file)")
     ap.add_argument("--seed", type=int, default=1, help="sampling seed (default 1)")
+    ap.add_argument("--changed-since", metavar="REV", default=None,
+                    help="also every mutant on a line changed since commit REV (git diff REV, working tree)")
+    ap.add_argument("--changed-max", type=int, default=None,
+                    help="with --changed-since: at most this many of those, the lowest draws first")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers (default nproc)")
     ap.add_argument("--file", action="append", default=[], help="only mutants of this file (repeatable; all of them unless --mutants is given)")
     ap.add_argument("--id", action="append", default=[], help="only this mutant id (repeatable)")
@@ -512,13 +552,21 @@ def main() -> int:
         if missing:
             print(f"mutation: unknown id(s): {', '.join(sorted(missing))}", file=sys.stderr)
             return 2
-    elif args.mutants == "all" or (args.file and args.mutants is None):
+    elif args.mutants == "all" or (args.file and args.mutants is None and not args.changed_since):
         chosen = list(everything)
     else:
-        # A seeded shuffle of the id-sorted pool: a smaller sample is a prefix of a larger one.
-        pool = sorted(everything, key=lambda m: m.id)
-        random.Random(args.seed).shuffle(pool)
-        chosen = pool[:int(args.mutants or 250)]
+        chosen = [] if args.mutants == "0" else sampled(everything, int(args.mutants or 250), args.seed)
+        if args.changed_since:
+            changed = changed_lines(root, args.changed_since, files)
+            on_changed = [m for m in everything if m.line in changed.get(m.file, ())]
+            if args.changed_max is not None and len(on_changed) > args.changed_max:
+                print(f"mutation: {len(on_changed)} mutants on the lines changed since {args.changed_since}; "
+                      f"running the {args.changed_max} with the lowest draw (--changed-max)", flush=True)
+                on_changed = sorted(on_changed, key=lambda m: draw(m, args.seed))[:args.changed_max]
+            in_sample = {m.id for m in chosen}
+            chosen += [m for m in on_changed if m.id not in in_sample]
+            print(f"mutation: {len(on_changed)} mutants on the lines changed since {args.changed_since} "
+                  f"({sum(m.id in in_sample for m in on_changed)} of them also in the sample)", flush=True)
     chosen.sort(key=lambda m: (m.file, m.start, m.id))
 
     if args.list:
