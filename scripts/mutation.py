@@ -25,12 +25,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 # The model layers whose source is mutated by default; add new src/ layers here.
-MODEL_DIRS = ["core", "model", "hardware", "comm", "parallel", "training", "inference", "search",
+MODEL_DIRS = ["core", "layout", "model", "hardware", "comm", "parallel", "training", "inference", "search",
               "study", "serving"]
 # Parsing, writing and the command line: mutated only with --all-dirs.
 EDGE_DIRS = ["io", "cli"]

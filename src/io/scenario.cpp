@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "hardware/cost.hpp"
 #include "hardware/energy.hpp"
@@ -12,14 +11,12 @@
 #include "io/provenance.hpp"
 #include "io/technology_reader.hpp"
 #include "io/read_file.hpp"
-#include "model/ops.hpp"
+#include "layout/rules.hpp"
 #include "parallel/pipeline_split.hpp"
 
 namespace sm {
 
 namespace {
-
-constexpr int64_t kMaxGpus = int64_t{1} << 24;
 
 std::vector<std::string> precision_names() {
     std::vector<std::string> v;
@@ -599,54 +596,6 @@ InferenceSpec read_inference(ObjectReader r) {
     return s;
 }
 
-void require_peak(const SystemSpec& sys, Precision p, const std::string& path) {
-    if (sys.accel.matrix_peak(p)) return;
-    std::string have;
-    for (Precision q : kAllPrecisions)
-        if (sys.accel.matrix_peak(q)) have += (have.empty() ? "" : ", ") + std::string(to_string(q));
-    fail(path, fmt::format("\"{}\"", to_string(p)), fmt::format("{} supports: {}", sys.accel.name, have));
-}
-
-void require_divides(int64_t d, int64_t n, const std::string& path, const std::string& what) {
-    if (n % d != 0) fail(path, std::to_string(d), fmt::format("must divide {} ({})", what, n));
-}
-
-// SUMMA's grid (training only): tp_rows x tp_cols ranks, the columns cutting heads and widths as
-// 1D tensor parallelism does, the rows cutting this context-parallel rank's tokens and, with the
-// columns, the hidden width. Dense models with multi-head or grouped-query attention only: the
-// experts' grouped GEMMs and MLA's latent projections are not cut on a grid here.
-void check_summa(const ModelSpec& m, const ParallelConfig& p) {
-    const std::string got = std::to_string(p.tp_rows);
-    require_divides(p.tp_rows, p.tp, "parallel.tp_rows", "parallel.tp");
-    if (m.moe.enabled()) fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for dense models, and model.moe is set");
-    if (m.mtp_layers > 0)
-        fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled with multi-token prediction (model.mtp_layers)");
-    if (m.hybrid()) fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled for a hybrid Mamba model (model.hybrid_pattern)");
-    if (m.attention_kind == AttentionKind::mla)
-        fail("parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for multi-head and grouped-query attention, not MLA");
-    if (m.hidden % p.tp != 0) require_divides(p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)");
-    if ((m.seq_len / p.cp) % p.tp_rows != 0)
-        require_divides(p.tp_rows, m.seq_len / p.cp, "parallel.tp_rows", "model.seq_len / cp (tokens split over the grid rows)");
-    const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp_cols());
-    if (bad)
-        fail("parallel.tp_rows", got,
-             fmt::format("tp / tp_rows = {} grid columns must divide {} ({}){}", p.tp_cols(), bad->field, bad->width,
-                         bad->multiple_ok ? " or be a multiple of it" : ""));
-}
-
-// Layout rules shared by train and infer: how a model can be cut.
-void check_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
-    if (p.summa()) {
-        check_summa(m, p);
-        return;
-    }
-    const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp);
-    if (!bad) return;
-    if (bad->multiple_ok)
-        fail("parallel.tp", std::to_string(p.tp), fmt::format("must divide {} ({}) or be a multiple of it", bad->field, bad->width));
-    require_divides(p.tp, bad->width, "parallel.tp", std::string(bad->field));
-}
-
 // `auto` becomes default_split; explicit first/last stage layers are Megatron's uneven split,
 // which Megatron refuses to combine with the embedding/loss accounting (and so do we).
 void resolve_pipeline_split(Scenario& s) {
@@ -673,107 +622,9 @@ void resolve_pipeline_split(Scenario& s) {
     }
 }
 
-void check_pipeline_split(const ModelSpec& m, const ParallelConfig& p) {
-    const SplitOutcome cut = split_layers(m.layers, p);
-    if (cut.ok()) return;
-    if (p.split == PipelineSplit::first_last)
-        fail(p.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
-             fmt::format("first {} / last {} of {} layers on pp {} vp {}", p.first_stage_layers, p.last_stage_layers, m.layers,
-                         p.pp, p.vp),
-             cut.problem);
-    if (p.split == PipelineSplit::layout)
-        fail("parallel.pipeline_layout",
-             fmt::format("{} stages, {} layers on pp {} x vp {} of {} layers", p.layout.size(),
-                         std::accumulate(p.layout.begin(), p.layout.end(), int64_t{0}), p.pp, p.vp, m.layers),
-             cut.problem);
-    if (p.split == PipelineSplit::uniform && p.vp > 1) fail("parallel.vp", std::to_string(p.vp), cut.problem);
-    fail("parallel.pp", fmt::format("pp*vp = {} ({} split, {} layers)", p.pp * p.vp, to_string(p.split), m.layers),
-         cut.problem);
-}
-
-// parallel.etp: tp (the default) or 1, Megatron-Core's MoE parallel folding, which keeps the
-// dense part tensor-parallel over sequence-parallel tokens and every expert whole.
-void check_expert_tensor_parallel(const ModelSpec& m, const ParallelConfig& p) {
-    if (p.etp == 0 || p.etp == p.tp) return;
-    const std::string got = std::to_string(p.etp);
-    if (!m.moe.enabled()) fail("parallel.etp", got, "expert tensor parallelism needs model.moe");
-    if (p.etp != 1) fail("parallel.etp", got, fmt::format("1 (experts whole on each GPU) or parallel.tp ({})", p.tp));
-    if (!p.sequence_parallel)
-        fail("parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
-}
-
-// A hybrid Mamba model trains without context parallelism (the scan would pass its state
-// between the ranks' chunks: not modelled) and without LoRA (no adapter targets in a mixer);
-// a search that holds either is refused before it runs.
-void check_hybrid_training(const Scenario& s) {
-    if (!s.model.hybrid()) return;
-    if (s.parallel.cp > 1)
-        fail("parallel.cp", std::to_string(s.parallel.cp), "1 with model.hybrid_pattern: context parallelism of Mamba layers is not modelled");
-    if (s.training.lora.enabled())
-        fail("training.method", "\"lora\"", "\"full\" with model.hybrid_pattern: LoRA of Mamba layers is not modelled");
-}
-
-void check_training_layout(const Scenario& s) {
-    const ModelSpec& m = s.model;
-    const ParallelConfig& p = s.parallel;
-    check_hybrid_training(s);
-    if (p.tp * p.pp * p.dp > kMaxGpus || p.gpus() > kMaxGpus)  // short-circuit: gpus() cannot overflow
-        fail("parallel", fmt::format("tp*pp*dp*cp = {}", static_cast<double>(p.tp) * p.pp * p.dp * p.cp),
-             fmt::format("at most {} GPUs", kMaxGpus));
-    check_tensor_parallel(m, p);
-    if (p.vp > 1 && p.pp == 1) fail("parallel.vp", std::to_string(p.vp), "interleaving (vp > 1) needs pp > 1");
-    check_pipeline_split(m, p);
-    require_divides(p.cp, m.seq_len, "parallel.cp", "model.seq_len");
-    if (p.cp > 1 && p.cp_kind == CpKind::ulysses && !ulysses_fits(m, p.tp_cols(), p.cp))
-        fail("parallel.cp_kind", "\"ulysses\"",
-             m.attention_kind == AttentionKind::mla
-                 ? fmt::format("needs model.heads ({}) divisible by tp*cp ({}): Ulysses shards the heads", m.heads, p.tp * p.cp)
-                 : fmt::format("needs model.heads ({}) and model.kv_heads ({}) divisible by tp*cp ({}): Ulysses shards the heads",
-                               m.heads, m.kv_heads, p.tp * p.cp));
-    if (s.training.global_batch % (p.dp * p.microbatch) != 0)
-        fail("training.global_batch", std::to_string(s.training.global_batch),
-             fmt::format("must be a multiple of dp*microbatch ({})", p.dp * p.microbatch));
-    if (p.ep > 1 && !m.moe.enabled()) fail("parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
-    check_expert_tensor_parallel(m, p);
-    if (m.moe.enabled()) {
-        require_divides(p.ep, m.moe.experts, "parallel.ep", "model.moe.experts");
-        if (p.expert_tp() == p.tp)
-            require_divides(p.ep, p.dp * p.cp, "parallel.ep", "dp*cp");
-        else
-            require_divides(p.ep, p.tp * p.dp * p.cp, "parallel.ep", "tp*dp*cp (etp 1: experts whole on each GPU)");
-    }
-    require_peak(s.system, s.training.precision, "training.precision");
-    if (p.offload != Offload::none && s.system.host_memory.capacity_bytes <= 0)
-        fail("parallel.offload", fmt::format("\"{}\"", to_string(p.offload)),
-             fmt::format("\"none\": system {} describes no host memory (set system.host_memory)", s.system.name));
-}
-
-void check_inference_layout(const Scenario& s) {
-    const ModelSpec& m = s.model;
-    const ParallelConfig& p = s.parallel;
-    if (p.tp * p.pp * p.dp > kMaxGpus)
-        fail("parallel", fmt::format("tp*pp*dp = {}", static_cast<double>(p.tp) * p.pp * p.dp), fmt::format("at most {} GPUs", kMaxGpus));
-    // Inference is prefill then decode against a KV cache: a decoder's. An encoder or a ViT runs
-    // one forward pass with nothing to decode (its forward is part of what `train` times).
-    if (m.kind != ModelKind::decoder)
-        fail("model.kind", fmt::format("\"{}\"", to_string(m.kind)),
-             "\"decoder\": infer, serve and roofline model autoregressive decoding; an encoder or ViT has none (time its training with `train`)");
-    if (p.summa()) fail("parallel.tp_rows", std::to_string(p.tp_rows), "1: SUMMA 2D tensor parallelism is modelled for training only");
-    if (m.hybrid())
-        fail("model.hybrid_pattern", quote_input(m.hybrid_pattern.substr(0, 40)),
-             "none for infer, serve and roofline: a hybrid Mamba model decodes with an SSM state, not a KV cache, which is not modelled (time its training with `train`)");
-    check_tensor_parallel(m, p);
-    require_divides(p.pp, m.layers, "parallel.pp", "model.layers");
-    // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one
-    // prompt's sequence (context parallelism) is not modelled.
-    if (p.cp != 1) fail("parallel.cp", std::to_string(p.cp), "inference supports cp = 1 only");
-    if (p.ep > 1 && !m.moe.enabled()) fail("parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
-    if (p.etp != 0 && p.etp != p.tp) fail("parallel.etp", std::to_string(p.etp), fmt::format("inference keeps experts tensor-parallel: parallel.tp ({})", p.tp));
-    if (m.moe.enabled()) {
-        require_divides(p.ep, m.moe.experts, "parallel.ep", "model.moe.experts");
-        require_divides(p.ep, p.dp, "parallel.ep", "parallel.dp");
-    }
-    require_peak(s.system, s.inference.precision, "inference.precision");
+// The first rule a layout breaks (layout/rules.hpp), as the scenario's error.
+void report_first(const std::vector<InputError>& broken) {
+    if (!broken.empty()) throw InputException(broken.front());
 }
 
 }  // namespace
@@ -859,11 +710,10 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         s.resolved = std::move(resolved);
         resolve_pipeline_split(s);
         s.modified = preset_changes(doc);
-        if (purpose == Purpose::train) check_training_layout(s);
-        if (purpose == Purpose::infer) check_inference_layout(s);
+        if (purpose == Purpose::train) report_first(check_layout(s.model, s.system, s.training, s.parallel));
+        if (purpose == Purpose::infer) report_first(check_layout(s.model, s.system, s.inference, s.parallel));
         if (purpose == Purpose::search) {
-            require_peak(s.system, s.training.precision, "training.precision");
-            check_hybrid_training(s);
+            report_first(check_trainable(s.model, s.system, s.training, s.parallel.cp));
             if (s.parallel_given.count("etp"))
                 fail("parallel.etp", std::to_string(s.parallel.etp), "not searched: the search keeps experts tensor-parallel (etp = tp); give it to `train`");
         }
