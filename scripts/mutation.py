@@ -370,6 +370,40 @@ def run(cmd: list[str], cwd: Path, timeout: float | None = None):
             return None, out
 
 
+def run_sharded(cmd: list[str], cwd: Path, timeout: float, shards: int):
+    """A gtest binary split into `shards` processes run at once (GTEST_TOTAL_SHARDS deals the
+    tests round-robin, so the slow brute-force cases spread out): the cores a mutant's compile
+    leaves idle run its tests. The first shard to fail stops the others. (returncode, output) as
+    run(); returncode None on timeout."""
+    if shards <= 1:
+        return run(cmd, cwd, timeout)
+    t_end = time.monotonic() + timeout
+    procs = []
+    for i in range(shards):
+        env = dict(os.environ, GTEST_TOTAL_SHARDS=str(shards), GTEST_SHARD_INDEX=str(i))
+        log = tempfile.TemporaryFile("w+", errors="replace")  # noqa: SIM115: closed below
+        procs.append((subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                       start_new_session=True), log))
+    rc = 0
+    while rc == 0 and any(p.poll() is None for p, _ in procs):
+        if time.monotonic() > t_end:
+            rc = None
+            break
+        time.sleep(0.05)
+        rc = next((p.returncode for p, _ in procs if p.returncode not in (None, 0)), 0)
+    if rc == 0:
+        rc = next((p.returncode for p, _ in procs if p.returncode != 0), 0)
+    out = []
+    for p, log in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        log.seek(0)
+        out.append(log.read())
+        log.close()
+    return rc, "".join(out)
+
+
 def tracked_files(root: Path) -> list[str]:
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                          cwd=root, stdout=subprocess.PIPE, check=True).stdout.decode()
@@ -434,7 +468,8 @@ class Worker:
         killed before it is needed."""
         assert self.suite is not None
         t0 = time.monotonic()
-        rc, out = run([str(self.suite.gtest), "--gtest_fail_fast", "--gtest_brief=1"], self.build, timeout)
+        rc, out = run_sharded([str(self.suite.gtest), "--gtest_fail_fast", "--gtest_brief=1"], self.build, timeout,
+                              self.build_jobs)
         if rc is None:
             return "timeout", "gtest"
         if rc != 0:
