@@ -243,7 +243,7 @@ TEST(ServeSearch, BetterOrdersEveryTieBreak) {
 TEST(ServeSearch, LayoutsOfLlama70bOnEightGpus) {
     // tp in {1, 2, 4, 8} (64 heads, 8 KV heads, ffn 28,672), pp | 80 layers and | 8 / tp:
     // tp 1: pp 1, 2, 4, 8; tp 2: 1, 2, 4; tp 4: 1, 2; tp 8: 1 -> 10 layouts.
-    EXPECT_EQ(serving_layouts(testing::model_preset("llama3-70b"), testing::system_preset("dgx-h100"), 8).size(), 10u);
+    EXPECT_EQ(serving_layouts({testing::model_preset("llama3-70b"), testing::system_preset("dgx-h100"), {}}, 8).size(), 10u);
 }
 
 TEST(ServeSearch, ExpertParallelismDividesTheExperts) {
@@ -252,7 +252,7 @@ TEST(ServeSearch, ExpertParallelismDividesTheExperts) {
     // ep 1, 2), pp 2 (ep 1); tp 4: ep 1 -> 9 layouts, none with ep 4.
     ModelSpec m = testing::model_preset("mixtral-8x7b");
     m.moe.experts = 6;
-    const std::vector<ParallelConfig> ls = serving_layouts(m, testing::system_preset("dgx-h100"), 4);
+    const std::vector<ParallelConfig> ls = serving_layouts({m, testing::system_preset("dgx-h100"), {}}, 4);
     EXPECT_EQ(ls.size(), 9u);
     for (const ParallelConfig& p : ls) EXPECT_NE(p.ep, 4);
 }

@@ -3,19 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "layout/rules.hpp"
 #include "search/search.hpp"
 
 namespace sm {
 
 namespace {
-
-// The cuts check_inference_layout accepts (scenario.cpp): tp cuts the model
-// (tensor_parallel_misfit); pp divides the layers; ep divides the experts and dp.
-bool valid_cut(const ModelSpec& m, const ParallelConfig& p) {
-    if (tensor_parallel_misfit(m, p.tp) || m.layers % p.pp != 0) return false;
-    if (p.ep > 1 && (!m.moe.enabled() || m.moe.experts % p.ep != 0 || p.dp % p.ep != 0)) return false;
-    return true;
-}
 
 // Largest concurrency in [1, limit] meeting the targets: TTFT and TPOT never fall as C grows
 // (more tokens per step, prompts queue sooner), so the feasible set is a prefix.
@@ -42,10 +35,11 @@ std::vector<ServeHit> pareto_front(std::vector<ServeHit> all) {
 
 }  // namespace
 
-std::vector<ParallelConfig> serving_layouts(const ModelSpec& m, const SystemSpec& sys, int64_t gpus) {
+std::vector<ParallelConfig> serving_layouts(const InferContext& c, int64_t gpus) {
+    const ModelSpec& m = c.model;
     std::vector<ParallelConfig> out;
     for (const int64_t tp : divisors(gpus)) {
-        if (tp > sys.scale_up_domain) continue;
+        if (tp > c.system.scale_up_domain) continue;
         for (const int64_t pp : divisors(gpus / tp)) {
             const int64_t dp = gpus / tp / pp;
             for (const int64_t ep : m.moe.enabled() ? divisors(dp) : std::vector<int64_t>{1}) {
@@ -54,7 +48,7 @@ std::vector<ParallelConfig> serving_layouts(const ModelSpec& m, const SystemSpec
                 p.pp = pp;
                 p.dp = dp;
                 p.ep = ep;
-                if (valid_cut(m, p)) out.push_back(p);
+                if (check_layout(m, c.system, c.inference, p).empty()) out.push_back(p);
             }
         }
     }
@@ -81,7 +75,7 @@ bool better(const ServeHit& a, const ServeHit& b, ServeObjective objective) {
 ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeTargets& targets, size_t top_k,
                                const std::function<void(int64_t, int64_t)>& progress) {
     ServeSearchResult r;
-    const std::vector<ParallelConfig> layouts = serving_layouts(c.model, c.system, gpus);
+    const std::vector<ParallelConfig> layouts = serving_layouts(c, gpus);
     r.layouts = static_cast<int64_t>(layouts.size());
     std::vector<ServeHit> all;
     int64_t done = 0;
@@ -154,7 +148,7 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
     const bool within = gpus <= c.system.used_per_domain();
     std::vector<ServeHit> out;
     for (const int64_t g : instance_sizes(gpus))
-        for (const ParallelConfig& p : serving_layouts(c.model, c.system, g)) {
+        for (const ParallelConfig& p : serving_layouts(c, g)) {
             const int64_t limit = max_concurrency_that_fits(c, p, role);
             if (limit == 0) continue;
             auto ok = [&](const ServingPoint& pt) {

@@ -35,8 +35,9 @@ struct ServeSearchResult {
     int64_t points = 0;            // steady states evaluated
 };
 
-// Every valid inference layout of `gpus` GPUs for the model (tp within a scale-up domain).
-std::vector<ParallelConfig> serving_layouts(const ModelSpec& m, const SystemSpec& sys, int64_t gpus);
+// Every inference layout of `gpus` GPUs that the layout rules accept (layout/rules.hpp), tp
+// within a scale-up domain.
+std::vector<ParallelConfig> serving_layouts(const InferContext& c, int64_t gpus);
 bool meets(const ServingPoint& pt, const ServeTargets& t);
 // Total order of hits: more tokens/s/GPU first (under tokens_per_joule: less energy per request
 // first, then more tokens/s/GPU), then lower TTFT, then fewer GPUs per replica.
