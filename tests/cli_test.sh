@@ -131,6 +131,9 @@ done
 
 # Files made here: too deep, too big, endless.
 printf '[%.0s' {1..5000} >"$TMP/deep.json"
+# A first word that is no command is named with the commands there are, and the nearest.
+bad 'command: got "trian"; one of train, search' trian "$TMP/deep.json"
+bad '(did you mean "serve-search"?)' serve-serch x.json
 bad "nested deeper" train "$TMP/deep.json"
 printf '{"a":%.0s' {1..40} >"$TMP/deep-object.json"
 bad "nested deeper" train "$TMP/deep-object.json"

@@ -248,19 +248,26 @@ def _study_args(mode: str, gpus: Any, objective: Optional[str], threads: Optiona
     return extra
 
 
-def sweep(scenario: Scenario, vary: Mapping[str, Union[str, Sequence[Any]]], overrides: Overrides = None, *,
+def sweep(scenario: Scenario, vary: Union[Mapping[str, Union[str, Sequence[Any]]], Sequence[str]], overrides: Overrides = None, *,
           mode: str = "train", gpus: Optional[int] = None, objective: Optional[str] = None,
           threads: Optional[int] = None, tables: bool = True) -> dict:
     """The cartesian grid of varied fields, each point evaluated (``scalemodel sweep``).
 
     vary: {"dotted.path": [values] or "START:STOP:xF" / "START:STOP:+S"}, e.g.
-    {"system.preset": ["dgx-a100-80gb", "dgx-h100"], "parallel.tp": [4, 8]}; path "gpus" varies the
-    GPU count of mode "search". mode: "train", "infer" or "search" (the best layout per point).
+    {"system.preset": ["dgx-a100-80gb", "dgx-h100"], "parallel.tp": [4, 8]}, or the command line's
+    "PATH=LIST" strings, e.g. ["parallel.tp=4,8"]; path "gpus" varies the GPU count of mode "search".
+    mode: "train", "infer" or "search" (the best layout per point).
     Returns "points": one row per point (inputs.*, status, result.*).
     """
     extra = _study_args(mode, gpus, objective, threads)
-    for path, values in vary.items():
-        extra += ["--vary", f"{path}={values if isinstance(values, str) else ','.join(map(_value_text, values))}"]
+    if isinstance(vary, Mapping):
+        for path, values in vary.items():
+            extra += ["--vary", f"{path}={values if isinstance(values, str) else ','.join(map(_value_text, values))}"]
+    elif not isinstance(vary, str) and all(isinstance(v, str) and "=" in v for v in vary):
+        for v in vary:
+            extra += ["--vary", v]
+    else:
+        raise TypeError(f"sweep: vary is {{path: values}} or a list of 'PATH=LIST' strings, not {vary!r}")
     return _tabulate(_call("sweep", scenario, extra, overrides), tables)
 
 

@@ -133,6 +133,11 @@ def test_studies(examples):
     sw = sm.sweep(base, {"parallel.microbatch": [1, 2], "system.preset": "dgx-a100-80gb,dgx-h100"})
     assert sw["count"] == 4 and len(sw["points"]) == 4
     assert set(sw["points"]["inputs.parallel.microbatch"]) == {1, 2}
+    # The command line's PATH=LIST strings read the same grid; anything else is named.
+    listed = sm.sweep(base, ["parallel.microbatch=1,2", "system.preset=dgx-a100-80gb,dgx-h100"])
+    assert list(listed["points"]["step_time_s"]) == list(sw["points"]["step_time_s"])
+    with pytest.raises(TypeError, match="PATH=LIST"):
+        sm.sweep(base, "parallel.microbatch=1,2")
     a = sm.attribute(str(examples / "studies" / "gpt3-175b-a100-bf16.json"),
                      json.loads((examples / "studies" / "gpt3-175b-h100-fp8.json").read_text()))
     prod = 1.0

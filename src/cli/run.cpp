@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "cli/commands.hpp"
+#include "io/json_reader.hpp"
 
 #ifndef SCALEMODEL_VERSION
 #define SCALEMODEL_VERSION "0.0.0"
@@ -32,6 +33,17 @@ int run_command_line(const std::vector<std::string>& args, Io& io, const Cluster
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e, io.out, io.err);
     } catch (const CLI::ParseError& e) {
+        // A first word that names no command (`scalemodel trian x.json`): say which are.
+        if (app.get_subcommands().empty() && !args.empty() && !args[0].empty() && args[0][0] != '-') {
+            std::vector<std::string> names;
+            for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+            const std::optional<std::string> hint = did_you_mean(args[0], names);
+            std::string list;
+            for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+            io.err << "scalemodel: error: command: got " << quote_input(args[0]) << "; one of " << list
+                   << (hint ? " (did you mean \"" + *hint + "\"?)" : "") << "\n";
+            return kExitBadInput;
+        }
         io.err << "scalemodel: error: " << e.what() << " (see scalemodel --help)\n";
         return kExitBadInput;
     }

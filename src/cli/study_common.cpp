@@ -1,5 +1,6 @@
 #include "cli/study_common.hpp"
 
+#include <algorithm>
 #include <ostream>
 #include <thread>
 
@@ -13,7 +14,10 @@ namespace sm::cli {
 void add_study_options(CLI::App* cmd, StudyArgs& a, const std::vector<std::string>& modes) {
     cmd->add_option("SCENARIO", a.scenario, "scenario JSON file, '-' for stdin")->required();
     cmd->add_option("--set", a.sets, "override a field of the base scenario: PATH=VALUE (repeatable)")->take_all();
-    cmd->add_option("--mode", a.mode, "evaluate each point as `train` (the layout given), `infer`, or `search` (its best layout)")
+    const bool infer = std::find(modes.begin(), modes.end(), "infer") != modes.end();  // attribute has no infer mode
+    cmd->add_option("--mode", a.mode,
+                    std::string("evaluate each point as `train` (the layout given), ") + (infer ? "`infer`, " : "") +
+                        "or `search` (its best layout)")
         ->check(CLI::IsMember(modes));
     cmd->add_option("--gpus", a.gpus, "--mode search: the GPU count (default: tp*pp*dp*cp when all four are given)");
     cmd->add_option("--objective", a.objective,
