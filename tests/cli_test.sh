@@ -237,6 +237,9 @@ done
     bad "inference.speculative_tokens" infer "$base" --concurrency 2 --set inference.speculative_tokens=-1
     bad "parallel.tpp" serve-search "$base" --set parallel.tpp=2
     bad "parallel.tpp" search "$base" --set parallel.tpp=2
+    # No layout of 1,000 GPUs takes GPT-3's batch of 1,536 (by the search's plan): the nearest
+    # counts that do are named.
+    bad "the nearest GPU counts with one: 996 or 1,008" search "$H/../../examples/search-gpt3-175b.json" --gpus 1000
     bad "model.layers" search "$H/string-for-int.json"
     bad "truncated.json" search "$H/truncated.json"
     bad "training.precision" search "$H/precision-unsupported.json"

@@ -93,6 +93,25 @@ Json stats_json(const SearchStats& st) {
                 {"interrupted", st.interrupted}};
 }
 
+// The nearest GPU counts below and above o.gpus with some valid layout, within 256 of it: "992 or
+// 1,008", or "" when there is none.
+std::string nearest_valid_counts(const TrainContext& c, const LayoutConstraints& f, SearchOptions o) {
+    const int64_t n = o.gpus;
+    int64_t below = 0, above = 0;
+    for (int64_t k = 1; k <= 256 && (below == 0 || above == 0); ++k) {
+        if (below == 0 && n - k >= 1) {
+            o.gpus = n - k;
+            if (candidate_layouts(c, f, o) > 0) below = n - k;
+        }
+        if (above == 0) {
+            o.gpus = n + k;
+            if (candidate_layouts(c, f, o) > 0) above = n + k;
+        }
+    }
+    if (below > 0 && above > 0) return fmt::format("{} or {}", count(below), count(above));
+    return below > 0 ? count(below) : above > 0 ? count(above) : "";
+}
+
 std::string held_text(const std::set<std::string>& given, const Json& par) {
     std::string o;
     for (const std::string& k : given) o += (o.empty() ? "" : ", ") + k + "=" + par[k].dump();
@@ -232,11 +251,15 @@ Runner add_search(CLI::App& app, const Io& io) {
 
         if (!curve) {
             const SearchResult& r = runs.front().second;
-            if (r.stats.candidates == 0)
+            if (r.stats.candidates == 0) {
+                opt.gpus = counts.front();
+                const std::string near = nearest_valid_counts(ctx, constraints_from(s.parallel, given), opt);
                 return bad_input(io, {"--gpus", std::to_string(counts.front()),
-                                  fmt::format("no valid layout of this many GPUs for {} with global batch {}{}", s.model.name,
+                                  fmt::format("no valid layout of this many GPUs for {} with global batch {}{}{}", s.model.name,
                                               s.training.global_batch,
-                                              given.empty() ? "" : " and " + held_text(given, parallel_json(s.parallel)) + " held fixed")});
+                                              given.empty() ? "" : " and " + held_text(given, parallel_json(s.parallel)) + " held fixed",
+                                              near.empty() ? "" : "; the nearest GPU counts with one: " + near)});
+            }
             if (r.best.empty() && !interrupted)
                 io.err << fmt::format("scalemodel: warning: no layout of {} GPUs fits in {} per GPU ({} overflow on weights, "
                                          "gradients and optimizer state alone, {} more once activations count)\n",

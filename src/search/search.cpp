@@ -600,6 +600,10 @@ std::shared_ptr<const Plan> planned(const TrainContext& c, const LayoutConstrain
 
 }  // namespace
 
+int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o) {
+    return planned(c, fixed, o)->candidates;
+}
+
 SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
                             const ProgressFn& progress) {
     const Clock::time_point start = Clock::now();

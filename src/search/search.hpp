@@ -135,6 +135,9 @@ struct SearchResult {
 
 SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
                             const ProgressFn& progress = {});
+// The layouts of o.gpus GPUs that pass the divisibility rules (SearchStats::candidates), from the
+// search's plan alone: nothing is costed.
+int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o);
 
 // `--gpus`: a count (4096), a list (1024,2048,4096) or a range START:STOP[:xFACTOR|:+STEP]
 // (256:16384:x2; the factor defaults to x2). Ascending order is kept as given.
