@@ -92,6 +92,12 @@ TEST(Mtp, TheHeadBlockRunsEachModuleBeforeTheModelsOutput) {
     sp.sequence_parallel = true;
     const LayerOps sp_head = head_ops(m, sp, true);
     EXPECT_DOUBLE_EQ(op_named(sp_head, "mtp_eh_proj").saved_bytes, 32768);
+    // Under sequence parallelism the projection's [2h] input is gathered over tp: 256 tokens x 128
+    // x 2 B forward (the module's first gather; the embedding's comes from the reduce-scatter
+    // before it), and the same bytes reduce-scattered in backward.
+    EXPECT_DOUBLE_EQ(testing::comm_named(sp_head, "sp_all_gather").bytes, 65536);
+    EXPECT_DOUBLE_EQ(testing::comm_named(sp_head, "sp_reduce_scatter_grad").bytes, 65536);
+    EXPECT_DOUBLE_EQ(testing::comm_named(sp_head, "sp_reduce_scatter").bytes, 256.0 * 64 * 2);  // the embedding, [h]
     EXPECT_EQ(names(head_ops(m, s, false)), (std::vector<std::string>{"final_norm", "lm_head"}));
     m.mtp_layers = 2;
     EXPECT_EQ(names(head_ops(m, s, true)).size(), 2 * (want.size() - 3) + 3);

@@ -79,6 +79,14 @@ TEST(SearchSpace, CountsOfAHandEnumeratedSpace) {
         EXPECT_EQ(h.layout.tp * h.layout.pp * h.layout.dp, 4);
         EXPECT_EQ(h.layout.split, h.layout.pp * h.layout.vp == 4 ? PipelineSplit::embedding_loss : PipelineSplit::even);
     }
+    // At a memory of exactly tp 1 pp 1's fixed 2,563,264 B the bound does not prune it: it is
+    // costed, and its activations leave it short (6 + 1 costed, still 6 fit).
+    SystemSpec edge_sys = sys;
+    edge_sys.accel.memory_bytes = 2563264;
+    const SearchResult edge = search_layouts({m, edge_sys, t}, f, o);
+    EXPECT_EQ(edge.stats.pruned_memory, 0);
+    EXPECT_EQ(edge.stats.evaluated, 7);
+    EXPECT_EQ(edge.stats.feasible, 6);
     // Sequence parallelism free: a second copy of each tp > 1 layout (at tp 1 it is the same
     // layout and is not counted twice): 8 + 4 = 12 layouts, 2 of them at tp 4.
     f.sequence_parallel.reset();

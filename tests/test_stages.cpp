@@ -434,6 +434,10 @@ TEST(Stages, PipelineLayoutStringsParseAsMegatronReadsThem) {
     EXPECT_EQ(docs.chunks[30], 0);
     EXPECT_EQ(docs.chunks[31], 0);
     EXPECT_EQ(parse_pipeline_layout("E tt | t, tL").chunks, (std::vector<int32_t>{2, 2}));
+    // Unrolled text is bounded at 10^6 characters: 2 x 500,001 is past it, 2 x 500,000 is not
+    // (that one is refused for its missing loss, after unrolling).
+    EXPECT_EQ(parse_pipeline_layout("E(tt)*500001L").problem, "unrolls to more than 1000000 characters");
+    EXPECT_NE(parse_pipeline_layout("E(tt)*499999").problem, "unrolls to more than 1000000 characters");
     // The canonical spelling reads back to the same chunks.
     EXPECT_EQ(layout_text({4, 0, 1}), "Et*4||tL");
     EXPECT_EQ(parse_pipeline_layout(layout_text(bridge.chunks)).chunks, bridge.chunks);
