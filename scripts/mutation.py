@@ -564,6 +564,8 @@ def main() -> int:
     ap.add_argument("--out", default="build-mutation", help="work and report directory (default build-mutation)")
     ap.add_argument("--build-type", default="Release")
     ap.add_argument("--timeout-factor", type=float, default=3.0, help="per-mutant test timeout: factor x baseline + 10 s")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="per-mutant test timeout in seconds, without the baseline run (for a tree whose suite just passed)")
     ap.add_argument("--quiet", action="store_true", help="no line per mutant")
     ap.add_argument("--in-place", metavar="BUILD_DIR", default=None,
                     help="mutate the checkout itself and rebuild BUILD_DIR (an already built tree) instead of a copy: "
@@ -645,22 +647,28 @@ def main() -> int:
         return 2
     # The unmutated suite on every worker at once, as the mutants will run: it must pass, and
     # its slowest time (under the same contention) sets the per-mutant timeout.
+    # (--timeout: the caller has just run the suite on this tree, as CI's `make test` does.)
     results: list[tuple[str, str, float]] = []
 
     def base(w: Worker):
         t0 = time.monotonic()
         verdict, by = w.test(3600)
         results.append((verdict, by, time.monotonic() - t0))
-    threads = [threading.Thread(target=base, args=(w,)) for w in workers]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    baseline = max(r[2] for r in results)
-    if failed := [r[1] for r in results if r[0] != "pass"]:
-        print(f"mutation: the unmutated suite does not pass ({failed[0]}); fix it before mutation testing", file=sys.stderr)
-        return 2
-    timeout = args.timeout_factor * baseline + 10
-    print(f"mutation: baseline suite passes in {baseline:.1f} s (gtest + {', '.join(workers[0].suite.scripts) or 'no scripts'}); "
-          f"timeout per mutant {timeout:.0f} s; setup took {time.monotonic() - t_start:.0f} s", flush=True)
+    if args.timeout is None:
+        threads = [threading.Thread(target=base, args=(w,)) for w in workers]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        baseline = max(r[2] for r in results)
+        if failed := [r[1] for r in results if r[0] != "pass"]:
+            print(f"mutation: the unmutated suite does not pass ({failed[0]}); fix it before mutation testing", file=sys.stderr)
+            return 2
+        timeout = args.timeout_factor * baseline + 10
+        print(f"mutation: baseline suite passes in {baseline:.1f} s (gtest + {', '.join(workers[0].suite.scripts) or 'no scripts'}); "
+              f"timeout per mutant {timeout:.0f} s; setup took {time.monotonic() - t_start:.0f} s", flush=True)
+    else:
+        timeout = args.timeout
+        print(f"mutation: no baseline run (--timeout); timeout per mutant {timeout:.0f} s; setup took "
+              f"{time.monotonic() - t_start:.0f} s", flush=True)
 
     # Mutants of one file go to one worker, so each costs a single translation-unit compile.
     by_file: dict[str, list[Mutant]] = {}
