@@ -47,6 +47,43 @@ TEST(LayoutRules, TrainingReportsEveryIndependentRuleInOrder) {
     EXPECT_EQ(v[4].message(), "parallel.ep: got 2; expert parallelism needs model.moe");
 }
 
+TEST(LayoutRules, TheBatchRuleCountsTheMicroBatch) {
+    ParallelConfig p;
+    p.dp = 4;
+    p.microbatch = 2;  // 12 sequences: 4 replicas of 3, not of whole micro-batches of 2
+    const std::vector<InputError> v = check_layout(tiny_gpt(), round_system(), testing::batch_of(12), p);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].message(), "training.global_batch: got 12; must be a multiple of dp*microbatch (8)");
+    EXPECT_TRUE(check_layout(tiny_gpt(), round_system(), testing::batch_of(16), p).empty());
+}
+
+TEST(LayoutRules, SummaGridColumnsCutHeadsAsOneDimensionalTensorParallelismDoes) {
+    // 24 heads of 4 over hidden 120 or 96; 8 K/V heads; the grid's tp divides the hidden width.
+    ModelSpec m = tiny_gpt();
+    m.heads = 24;
+    m.kv_heads = 8;
+    m.hidden = 96;
+    m.ffn_hidden = 384;
+    ParallelConfig p;
+    p.tp = 6;
+    p.tp_rows = 2;  // 3 columns: divide the 24 heads, neither divide nor are a multiple of 8 K/V heads
+    p.sequence_parallel = true;
+    std::vector<InputError> v = check_layout(m, round_system(), testing::batch_of(8), p);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].message(), "parallel.tp_rows: got 2; tp / tp_rows = 3 grid columns must divide model.kv_heads (8) or be a multiple of it");
+    m.hidden = 120;
+    m.ffn_hidden = 480;
+    p.tp = 10;  // 5 columns do not divide the 24 heads, and nothing else may stand in for that
+    v = check_layout(m, round_system(), testing::batch_of(8), p);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].message(), "parallel.tp_rows: got 2; tp / tp_rows = 5 grid columns must divide model.heads (24)");
+    m.kv_heads = 24;
+    p.tp = 8;  // 4 columns: every width divides
+    m.hidden = 96;
+    m.ffn_hidden = 384;
+    EXPECT_TRUE(check_layout(m, round_system(), testing::batch_of(8), p).empty());
+}
+
 TEST(LayoutRules, PastTheGpuLimitIsReportedAlone) {
     ParallelConfig p;
     p.tp = 2;

@@ -15,32 +15,33 @@ namespace {
 
 using Violations = std::vector<InputError>;
 
-// Records one broken rule. Returns false so that a group of rules stops at its first:
-// `return broken(...)`.
-bool broken(Violations& v, std::string path, std::string given, std::string allowed) {
+// Records one broken rule; a group of rules stops at its first with `return broken(...)`.
+void broken(Violations& v, std::string path, std::string given, std::string allowed) {
     v.push_back({std::move(path), std::move(given), std::move(allowed)});
+}
+
+// Whether d divides n; when not, records the rule as broken.
+bool divides(Violations& v, int64_t d, int64_t n, const std::string& path, const std::string& what) {
+    if (n % d == 0) return true;
+    broken(v, path, std::to_string(d), fmt::format("must divide {} ({})", what, n));
     return false;
 }
 
-bool divides(Violations& v, int64_t d, int64_t n, const std::string& path, const std::string& what) {
-    return n % d == 0 || broken(v, path, std::to_string(d), fmt::format("must divide {} ({})", what, n));
-}
-
-bool has_peak(Violations& v, const SystemSpec& sys, Precision p, const std::string& path) {
-    if (sys.accel.matrix_peak(p)) return true;
+void has_peak(Violations& v, const SystemSpec& sys, Precision p, const std::string& path) {
+    if (sys.accel.matrix_peak(p)) return;
     std::string have;
     for (Precision q : kAllPrecisions)
         if (sys.accel.matrix_peak(q)) have += (have.empty() ? "" : ", ") + std::string(to_string(q));
-    return broken(v, path, fmt::format("\"{}\"", to_string(p)), fmt::format("{} supports: {}", sys.accel.name, have));
+    broken(v, path, fmt::format("\"{}\"", to_string(p)), fmt::format("{} supports: {}", sys.accel.name, have));
 }
 
 // SUMMA's grid (training only): tp_rows x tp_cols ranks, the columns cutting heads and widths as
 // 1D tensor parallelism does, the rows cutting this context-parallel rank's tokens and, with the
 // columns, the hidden width. Dense models with multi-head or grouped-query attention only: the
 // experts' grouped GEMMs and MLA's latent projections are not cut on a grid here.
-bool summa_grid(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
+void summa_grid(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
     const std::string got = std::to_string(p.tp_rows);
-    if (!divides(v, p.tp_rows, p.tp, "parallel.tp_rows", "parallel.tp")) return false;
+    if (!divides(v, p.tp_rows, p.tp, "parallel.tp_rows", "parallel.tp")) return;
     if (m.moe.enabled())
         return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for dense models, and model.moe is set");
     if (m.mtp_layers > 0)
@@ -49,30 +50,30 @@ bool summa_grid(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
         return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled for a hybrid Mamba model (model.hybrid_pattern)");
     if (m.attention_kind == AttentionKind::mla)
         return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for multi-head and grouped-query attention, not MLA");
-    if (!divides(v, p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)")) return false;
+    if (!divides(v, p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)")) return;
     if (!divides(v, p.tp_rows, m.seq_len / p.cp, "parallel.tp_rows", "model.seq_len / cp (tokens split over the grid rows)"))
-        return false;
+        return;
     const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp_cols());
-    if (!bad) return true;
+    if (!bad) return;
     return broken(v, "parallel.tp_rows", got,
                   fmt::format("tp / tp_rows = {} grid columns must divide {} ({}){}", p.tp_cols(), bad->field, bad->width,
                               bad->multiple_ok ? " or be a multiple of it" : ""));
 }
 
 // How the model's heads and widths are cut: 1D tensor parallelism, or a SUMMA grid.
-bool tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
+void tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
     if (p.summa()) return summa_grid(v, m, p);
     const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp);
-    if (!bad) return true;
+    if (!bad) return;
     if (bad->multiple_ok)
         return broken(v, "parallel.tp", std::to_string(p.tp),
                       fmt::format("must divide {} ({}) or be a multiple of it", bad->field, bad->width));
-    return divides(v, p.tp, bad->width, "parallel.tp", std::string(bad->field));
+    divides(v, p.tp, bad->width, "parallel.tp", std::string(bad->field));
 }
 
-bool pipeline_split(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
+void pipeline_split(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
     const SplitOutcome cut = split_layers(m.layers, p);
-    if (cut.ok()) return true;
+    if (cut.ok()) return;
     if (p.split == PipelineSplit::first_last)
         return broken(v, p.first_stage_layers > 0 ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
                       fmt::format("first {} / last {} of {} layers on pp {} vp {}", p.first_stage_layers, p.last_stage_layers,
@@ -84,31 +85,29 @@ bool pipeline_split(Violations& v, const ModelSpec& m, const ParallelConfig& p) 
                                   std::accumulate(p.layout.begin(), p.layout.end(), int64_t{0}), p.pp, p.vp, m.layers),
                       cut.problem);
     if (p.split == PipelineSplit::uniform && p.vp > 1) return broken(v, "parallel.vp", std::to_string(p.vp), cut.problem);
-    return broken(v, "parallel.pp", fmt::format("pp*vp = {} ({} split, {} layers)", p.pp * p.vp, to_string(p.split), m.layers),
+    broken(v, "parallel.pp", fmt::format("pp*vp = {} ({} split, {} layers)", p.pp * p.vp, to_string(p.split), m.layers),
                   cut.problem);
 }
 
 // parallel.etp: tp (the default) or 1, Megatron-Core's MoE parallel folding, which keeps the
 // dense part tensor-parallel over sequence-parallel tokens and every expert whole.
-bool expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
-    if (p.etp == 0 || p.etp == p.tp) return true;
+void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
+    if (p.etp == 0 || p.etp == p.tp) return;
     const std::string got = std::to_string(p.etp);
     if (!m.moe.enabled()) return broken(v, "parallel.etp", got, "expert tensor parallelism needs model.moe");
     if (p.etp != 1) return broken(v, "parallel.etp", got, fmt::format("1 (experts whole on each GPU) or parallel.tp ({})", p.tp));
     if (!p.sequence_parallel)
-        return broken(v, "parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
-    return true;
+        broken(v, "parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
 }
 
 // A hybrid Mamba model trains without context parallelism (the scan would pass its state
 // between the ranks' chunks: not modelled) and without LoRA (no adapter targets in a mixer).
-bool hybrid_training(Violations& v, const ModelSpec& m, const TrainingSpec& t, int64_t cp) {
-    if (!m.hybrid()) return true;
+void hybrid_training(Violations& v, const ModelSpec& m, const TrainingSpec& t, int64_t cp) {
+    if (!m.hybrid()) return;
     if (cp > 1)
         return broken(v, "parallel.cp", std::to_string(cp), "1 with model.hybrid_pattern: context parallelism of Mamba layers is not modelled");
     if (t.lora.enabled())
-        return broken(v, "training.method", "\"lora\"", "\"full\" with model.hybrid_pattern: LoRA of Mamba layers is not modelled");
-    return true;
+        broken(v, "training.method", "\"lora\"", "\"full\" with model.hybrid_pattern: LoRA of Mamba layers is not modelled");
 }
 
 }  // namespace
