@@ -553,7 +553,7 @@ def main() -> int:
     ap.add_argument("--changed-since", metavar="REV", default=None,
                     help="also every mutant on a line changed since commit REV (git diff REV, working tree)")
     ap.add_argument("--changed-max", type=int, default=None,
-                    help="with --changed-since: at most this many of those, the lowest draws first")
+                    help="with --changed-since: at most this many of those, the lowest draws (with seed + 1) first")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers (default nproc)")
     ap.add_argument("--file", action="append", default=[], help="only mutants of this file (repeatable; all of them unless --mutants is given)")
     ap.add_argument("--id", action="append", default=[], help="only this mutant id (repeatable)")
@@ -600,7 +600,8 @@ def main() -> int:
             if args.changed_max is not None and len(on_changed) > args.changed_max:
                 print(f"mutation: {len(on_changed)} mutants on the lines changed since {args.changed_since}; "
                       f"running the {args.changed_max} with the lowest draw (--changed-max)", flush=True)
-                on_changed = sorted(on_changed, key=lambda m: draw(m, args.seed))[:args.changed_max]
+                # Drawn with the next seed: the sample's own draws would pick the mutants it holds.
+                on_changed = sorted(on_changed, key=lambda m: draw(m, args.seed + 1))[:args.changed_max]
             in_sample = {m.id for m in chosen}
             chosen += [m for m in on_changed if m.id not in in_sample]
             print(f"mutation: {len(on_changed)} mutants on the lines changed since {args.changed_since} "
