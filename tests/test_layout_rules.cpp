@@ -91,7 +91,38 @@ TEST(LayoutRules, PastTheGpuLimitIsReportedAlone) {
     const std::vector<InputError> v = check_layout(tiny_gpt(), round_system(), testing::batch_of(3), p);
     ASSERT_EQ(v.size(), 1u);
     EXPECT_EQ(v[0].message(), "parallel: got tp*pp*dp*cp = 33554432; at most 16777216 GPUs");
-    ASSERT_EQ(check_layout(tiny_gpt(), testing::round_inference_system(), testing::fp16_workload(3, 16, 4), p).size(), 1u);
+    const std::vector<InputError> infer = check_layout(tiny_gpt(), testing::round_inference_system(), testing::fp16_workload(3, 16, 4), p);
+    ASSERT_EQ(infer.size(), 1u);
+    EXPECT_EQ(infer[0].message(), "parallel: got tp*pp*dp = 33554432; at most 16777216 GPUs");
+    // Context parallelism counts: 2 x 2^23 x 2 is past the limit though tp*pp*dp is at it.
+    p.dp = kMaxGpus / 2;
+    p.cp = 2;
+    const std::vector<InputError> cp = check_layout(tiny_gpt(), round_system(), testing::batch_of(kMaxGpus / 2), p);
+    ASSERT_FALSE(cp.empty());
+    EXPECT_EQ(cp[0].message(), "parallel: got tp*pp*dp*cp = 33554432; at most 16777216 GPUs");
+    // Exactly at the limit is allowed, in training and in inference.
+    p.tp = 1;
+    p.cp = 1;
+    p.dp = kMaxGpus;
+    EXPECT_TRUE(check_layout(tiny_gpt(), round_system(), testing::batch_of(kMaxGpus), p).empty());
+    EXPECT_TRUE(check_layout(tiny_gpt(), testing::round_inference_system(), testing::fp16_workload(3, 16, 4), p).empty());
+}
+
+TEST(LayoutRules, AnUnevenSplitNamesTheFieldItCameFrom) {
+    // 8 layers on pp 4 with 1 on the first stage: 7 left for 3 stages do not split evenly.
+    ParallelConfig p;
+    p.pp = 4;
+    p.split = PipelineSplit::first_last;
+    p.first_stage_layers = 1;
+    std::vector<InputError> v = check_layout(tiny_gpt(), round_system(), testing::batch_of(8), p);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].path, "parallel.first_stage_layers");
+    EXPECT_EQ(v[0].given, "first 1 / last 0 of 8 layers on pp 4 vp 1");
+    p.first_stage_layers = 0;
+    p.last_stage_layers = 1;
+    v = check_layout(tiny_gpt(), round_system(), testing::batch_of(8), p);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].path, "parallel.last_stage_layers");
 }
 
 TEST(LayoutRules, ARuleThatPresumesAnEarlierOneIsCheckedOnlyOnceThatHolds) {
