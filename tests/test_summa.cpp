@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "hardware/cost.hpp"
+#include "layout/rules.hpp"
 #include "model/ops.hpp"
 #include "parallel/placement.hpp"
 #include "test_helpers.hpp"

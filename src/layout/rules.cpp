@@ -53,11 +53,10 @@ void summa_grid(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
     if (!divides(v, p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)")) return;
     if (!divides(v, p.tp_rows, m.seq_len / p.cp, "parallel.tp_rows", "model.seq_len / cp (tokens split over the grid rows)"))
         return;
-    const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp_cols());
-    if (!bad) return;
-    return broken(v, "parallel.tp_rows", got,
-                  fmt::format("tp / tp_rows = {} grid columns must divide {} ({}){}", p.tp_cols(), bad->field, bad->width,
-                              bad->multiple_ok ? " or be a multiple of it" : ""));
+    if (const std::optional<TpMisfit> bad = tensor_parallel_misfit(m, p.tp_cols()))
+        broken(v, "parallel.tp_rows", got,
+               fmt::format("tp / tp_rows = {} grid columns must divide {} ({}){}", p.tp_cols(), bad->field, bad->width,
+                           bad->multiple_ok ? " or be a multiple of it" : ""));
 }
 
 // How the model's heads and widths are cut: 1D tensor parallelism, or a SUMMA grid.
@@ -86,7 +85,7 @@ void pipeline_split(Violations& v, const ModelSpec& m, const ParallelConfig& p) 
                       cut.problem);
     if (p.split == PipelineSplit::uniform && p.vp > 1) return broken(v, "parallel.vp", std::to_string(p.vp), cut.problem);
     broken(v, "parallel.pp", fmt::format("pp*vp = {} ({} split, {} layers)", p.pp * p.vp, to_string(p.split), m.layers),
-                  cut.problem);
+           cut.problem);
 }
 
 // parallel.etp: tp (the default) or 1, Megatron-Core's MoE parallel folding, which keeps the
@@ -176,6 +175,23 @@ std::vector<InputError> check_layout(const ModelSpec& m, const SystemSpec& sys, 
         divides(v, p.ep, p.dp, "parallel.ep", "parallel.dp");
     has_peak(v, sys, s.precision, "inference.precision");
     return v;
+}
+
+bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp) {
+    const int64_t ranks = tp * cp;
+    // MLA attends with one K/V per query head.
+    return m.heads % ranks == 0 && (m.attention_kind == AttentionKind::mla || m.kv_heads % ranks == 0);
+}
+
+bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp) {
+    if (rows <= 1 || m.seq_len % cp != 0) return false;
+    ParallelConfig p;
+    p.tp = tp;
+    p.tp_rows = rows;
+    p.cp = cp;
+    Violations v;
+    summa_grid(v, m, p);
+    return v.empty();
 }
 
 std::vector<InputError> check_trainable(const ModelSpec& m, const SystemSpec& sys, const TrainingSpec& t, int64_t cp) {

@@ -613,20 +613,6 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
 
 }  // namespace
 
-bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp) {
-    const int64_t ranks = tp * cp;
-    // MLA attends with one K/V per query head.
-    return m.heads % ranks == 0 && (m.attention_kind == AttentionKind::mla || m.kv_heads % ranks == 0);
-}
-
-bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp) {
-    if (rows <= 1 || tp % rows != 0 || m.moe.enabled() || m.attention_kind == AttentionKind::mla || m.mtp_layers > 0 ||
-        m.hybrid())
-        return false;
-    if (m.hidden % tp != 0 || m.seq_len % cp != 0 || (m.seq_len / cp) % rows != 0) return false;
-    return !tensor_parallel_misfit(m, tp / rows).has_value();
-}
-
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
     return std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(tp));
 }

@@ -122,16 +122,6 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
 void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s);
 void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss);
 
-// Whether DeepSpeed-Ulysses context parallelism can shard the heads over tp x cp ranks: query
-// heads and K/V heads (MLA: query heads) divisible by tp * cp.
-bool ulysses_fits(const ModelSpec& m, int64_t tp, int64_t cp);
-
-// Whether a SUMMA grid of tp ranks with `rows` rows can cut model m at context parallelism cp (what
-// `train` accepts, scenario.cpp check_summa): rows divide tp, the columns cut heads, K/V heads and
-// FFN as 1D tensor parallelism would, tp divides the hidden width, rows divide seq_len / cp; a
-// dense model with multi-head or grouped-query attention, without multi-token prediction.
-bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp);
-
 // Tensor-parallel shard of the KV heads: replicated when there are fewer KV heads than ranks.
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp);
 

@@ -13,6 +13,7 @@
 
 #include "hardware/energy.hpp"
 #include "io/int_list.hpp"
+#include "layout/rules.hpp"
 #include "model/ops.hpp"
 
 namespace sm {
