@@ -604,7 +604,7 @@ def main() -> int:
     elif args.mutants == "all" or (args.file and args.mutants is None and not args.changed_since):
         chosen = list(everything)
     else:
-        chosen = [] if args.mutants == "0" else sampled(everything, int(args.mutants or 250), args.seed)
+        chosen = sampled(everything, int(args.mutants or 250), args.seed)
         if args.changed_since:
             changed = changed_lines(root, args.changed_since, files)
             on_changed = [m for m in everything if m.line in changed.get(m.file, ())]
