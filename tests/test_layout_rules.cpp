@@ -58,7 +58,7 @@ TEST(LayoutRules, TheBatchRuleCountsTheMicroBatch) {
 }
 
 TEST(LayoutRules, SummaGridColumnsCutHeadsAsOneDimensionalTensorParallelismDoes) {
-    // 24 heads of 4 over hidden 120 or 96; 8 K/V heads; the grid's tp divides the hidden width.
+    // 24 heads and 8 K/V heads over a hidden width of 96 (then 120) that the grid's tp divides.
     ModelSpec m = tiny_gpt();
     m.heads = 24;
     m.kv_heads = 8;

@@ -175,7 +175,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params,
                           const CommSpans& spans, const StageRates& rates);
 TrainResult evaluate_training(const TrainContext& c, const ParallelConfig& p);
-// Every pipeline GPU of layout p, first to last (p's split must be valid: check_training_layout).
+// Every pipeline GPU of layout p, first to last (p's split must be valid: check_layout, layout/rules.hpp).
 std::vector<StageReport> training_stages(const TrainContext& c, const ParallelConfig& p);
 // Micro-batches whose activations pipeline GPU `gpu` keeps under the schedule: 1F1B keeps
 // min(pp - gpu, m) (Narayanan et al. 2021, sec. 2.2: pp - gpu - 1 warm-up forwards, then one
