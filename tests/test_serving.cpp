@@ -52,13 +52,21 @@ TEST(Serving, DecodeBoundSteadyStateByHand) {
     EXPECT_FALSE(r.prefill_bound);
     // Decode contexts 101..110 average 105.5 = I + O/2.
     EXPECT_NEAR(r.step.flop, toy_step_flop(2.5, 105.5, 25.0, 100.0, 2.75), 1e-6 * r.step.flop);
-    const double t = r.step_s;
-    ASSERT_GT(t, 0);
-    EXPECT_DOUBLE_EQ(r.tpot_s, t);
-    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * t);            // the prompt's two chunk steps
-    EXPECT_DOUBLE_EQ(r.e2e_latency_s, 12.0 * t);
-    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 3.0 * 11.0 / (12.0 * t));  // Little's law
-    EXPECT_DOUBLE_EQ(r.output_tokens_per_s_per_user, 1.0 / t);
+    // The prompt runs in 2 steps of 50 tokens, so K = 300 / 50 = 6 of the 12 steps carry a
+    // 50-token chunk (finishing 3 / 6 prompts each) beside the other 2 requests decoding, and 6
+    // decode all 3 alone (6 x 2 + 6 x 3 = 30 = 3 x 10 request-steps of decode). A request's first
+    // token waits for its own two chunk steps; its 10 decode steps see the other 4 chunk steps.
+    const ParallelConfig p;
+    const double tc = engine_step_cost({m, sys, s}, p, 2, 50, 0.5, 1).total_s();
+    const double td = engine_step_cost({m, sys, s}, p, 3, 0, 0, 1).total_s();
+    ASSERT_GT(tc, td);
+    ASSERT_GT(td, 0);
+    EXPECT_DOUBLE_EQ(r.step_s, (6 * tc + 6 * td) / 12);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2 * tc);
+    EXPECT_DOUBLE_EQ(r.tpot_s, (4 * tc + 6 * td) / 10);
+    EXPECT_DOUBLE_EQ(r.e2e_latency_s, 6 * tc + 6 * td);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 3.0 * 11.0 / (6 * tc + 6 * td));  // Little's law
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s_per_user, 10 / (4 * tc + 6 * td));
 }
 
 // MLA in a continuous batch: decoding requests attend over the cached latent with W_UK and W_UV
@@ -243,8 +251,11 @@ TEST(Serving, HostCostPerRequestIsInTtftAndLifetime) {
     const ModelSpec m = testing::tiny_llama(2);
     SystemSpec sys = testing::round_inference_system();
     sys.eff.host_request_overhead_s = 0.01;
-    const ServingPoint r = serve_at({m, sys, toy_serving_workload()}, ParallelConfig{}, 3);
-    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s + 0.01);
+    const InferContext c{m, sys, toy_serving_workload()};
+    const ServingPoint r = serve_at(c, ParallelConfig{}, 3);
+    // The workload above: two 50-token chunk steps to the first token, 12 steps in a lifetime.
+    const double tc = engine_step_cost(c, ParallelConfig{}, 2, 50, 0.5, 1).total_s();
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * tc + 0.01);
     EXPECT_DOUBLE_EQ(r.e2e_latency_s, 12.0 * r.step_s + 0.01);
     EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (12.0 * r.step_s + 0.01));
 }
@@ -620,9 +631,54 @@ TEST(ServingSpeculative, VerifyAndDraftCostByHand) {
     const ServingPoint piped = serve_at({m, sys, s}, two, 3);
     ASSERT_EQ(piped.micro_batches, 2);
     EXPECT_NEAR(piped.step.flop, (verify + draft) / 2, 1e-6 * (verify + draft));
-    EXPECT_DOUBLE_EQ(r.tpot_s, r.step_s / 2.0);
-    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * r.step_s);
-    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (7.0 * r.step_s));
+    // The prompt's 2 chunk steps of 50 tokens: K = 300 / 50 = 6 of the 7 steps carry one (each
+    // finishing half a prompt, beside 2 decoding requests); the request's 5 decode steps see 4 of
+    // them and the decode-only one (3 decoding).
+    const double tc = engine_step_cost({m, sys, s}, ParallelConfig{}, 2, 50, 0.5, 1).total_s();
+    const double td = engine_step_cost({m, sys, s}, ParallelConfig{}, 3, 0, 0, 1).total_s();
+    ASSERT_GT(tc, td);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2.0 * tc);
+    EXPECT_DOUBLE_EQ(r.tpot_s, (4 * tc + td) / 10);
+    EXPECT_DOUBLE_EQ(r.output_tokens_per_s, 33.0 / (6 * tc + td));
+}
+
+
+// A lone request (C = 1) never shares its prompt's step: its first token comes after its whole
+// prompt's forward pass, the static prefill of a batch of one, plus the host's per-request time.
+TEST(Serving, LoneRequestTtftIsTheStaticPrefillPlusHost) {
+    const ModelSpec m = testing::tiny_llama(2);
+    SystemSpec sys = system_preset("dgx-h100");
+    sys.eff.host_request_overhead_s = 0.003;
+    InferenceSpec s = toy_serving_workload();
+    s.prefill_chunk_tokens = 128;  // the 100-token prompt in one step
+    s.batch = 1;
+    const InferContext c{m, sys, s};
+    const double prefill = prefill_cost(c, ParallelConfig{}).total_s();
+    ASSERT_GT(prefill, 0);
+    EXPECT_NEAR(serve_at(c, ParallelConfig{}, 1).ttft_s, prefill + 0.003, 1e-9 * prefill);
+}
+
+// More requests in flight or a longer prompt never bring the first token sooner.
+TEST(Serving, TtftGrowsWithConcurrencyAndPromptLength) {
+    const ModelSpec m = model_preset("llama3-8b");
+    const SystemSpec sys = system_preset("dgx-h100");
+    InferenceSpec s;
+    s.input_len = 2048;
+    s.output_len = 256;
+    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    double last = 0;
+    for (const int64_t n : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+        const double t = serve_at({m, sys, s}, ParallelConfig{}, n).ttft_s;
+        EXPECT_GE(t, last) << "concurrency " << n;
+        last = t;
+    }
+    last = 0;
+    for (const int64_t in : {128, 512, 2048, 8192, 32768}) {
+        s.input_len = in;
+        const double t = serve_at({m, sys, s}, ParallelConfig{}, 16).ttft_s;
+        EXPECT_GT(t, last) << "input_len " << in;
+        last = t;
+    }
 }
 
 }  // namespace

@@ -16,11 +16,23 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 // ceil(I / chunk) steps on its prompt and O - 1 steps decoding (the prompt's last chunk yields
 // token 1). When the prompts of C requests need more than the chunk budget per step, they
 // queue and a lifetime stretches to C I / chunk steps (the prefill-bound regime).
+// The prompt tokens are not spread evenly over the steps: a prompt runs in ceil(I / chunk)
+// steps of I / ceil(I / chunk) tokens each (more when prompts queue), so K = C I / q of the N
+// steps carry a chunk of q tokens and the rest decode alone. A step's time is not linear in its
+// tokens (a decode step is bound by reading the weights, a chunk by its FLOP), so the two kinds
+// are costed apart; the TTFT is the request's own chunk steps, not average ones.
 struct Flow {
-    double steps = 0;    // N, steps per request lifetime
-    double decode = 0;   // decoding requests per step: C (O - 1) / (E N), E tokens per decode step
-    double prefill = 0;  // prompt tokens per step: C I / N
-    double started = 0;  // prompts completed (first tokens sampled) per step: C / N
+    double steps = 0;        // N, steps per request lifetime
+    double decode = 0;       // decoding requests per step: C (O - 1) / (E N), E tokens per decode step
+    double prefill = 0;      // prompt tokens per step, on average: C I / N
+    double started = 0;      // prompts completed (first tokens sampled) per step: C / N
+    double chunk = 0;        // q, prompt tokens of a step that carries any: max(I / ceil(I / chunk), C I / N)
+    double chunk_steps = 0;  // K = C I / q, the steps of a lifetime that carry prompt tokens (<= N)
+    // Decoding requests in a chunk step. Outside the prefill-bound regime nothing queues, so a
+    // step without prompt tokens decodes all C; the rest of the C (O - 1) / E request-steps of
+    // decode fall on the K chunk steps: C (ds - N + K) / K (a lone request's chunk decodes none).
+    double chunk_decode = 0;
+    double to_first = 0;     // steps from admission to the first token: N - (O - 1) / E
     bool prefill_bound = false;
 };
 
@@ -50,6 +62,12 @@ Flow flow(const InferenceSpec& s, int64_t concurrency, ServeRole role) {
     f.started = as_d(concurrency) / f.steps;
     f.decode = f.started * decode_steps;
     f.prefill = f.started * in;
+    f.to_first = f.steps - decode_steps;
+    if (in > 0) {
+        f.chunk = std::max(in / std::ceil(in / chunk), f.prefill);
+        f.chunk_steps = as_d(concurrency) * in / f.chunk;
+        f.chunk_decode = as_d(concurrency) * (decode_steps - f.steps + f.chunk_steps) / f.chunk_steps;
+    }
     return f;
 }
 
@@ -143,17 +161,29 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.prefill_bound = f.prefill_bound;
     r.kv_tokens_per_request = kv_tokens_per_request(s, role);
     r.gpus = p.tp * p.pp * p.dp;
-    // A decode engine gets the first token with the cache: it samples no prompt's.
-    r.step = engine_step_cost(c, p, f.decode, f.prefill, role == ServeRole::decode ? 0.0 : f.started, as_d(r.micro_batches));
+    const double mb = as_d(r.micro_batches);
+    // A chunk step finishes C / K prompts (their first tokens sampled); a decode engine gets the
+    // first token with the cache and samples no prompt's.
+    const PassCost chunk_step =
+        f.chunk_steps > 0 ? engine_step_cost(c, p, f.chunk_decode, f.chunk, as_d(concurrency) / f.chunk_steps, mb) : PassCost{};
+    const double share = f.chunk_steps / f.steps;  // of the steps, those that carry a chunk
+    r.step = chunk_step.scaled(share);
+    if (share < 1) r.step += engine_step_cost(c, p, as_d(concurrency), 0, 0, mb).scaled(1 - share);
     r.step_s = r.step.total_s();
+    const double lifetime_s = f.steps * r.step_s;
 
     // The fixed per-request host cost is paid once, where the request enters (not by a decode pool).
     const double host = role == ServeRole::decode ? 0.0 : c.system.eff.host_request_overhead_s;
     const double e = tokens_per_decode_step(s);
-    const double decode_steps = role == ServeRole::prefill ? 0.0 : as_d(s.output_len - 1) / e;
-    r.tpot_s = role == ServeRole::prefill ? 0.0 : r.step_s / e;
-    r.ttft_s = role == ServeRole::decode ? 0.0 : (f.steps - decode_steps) * r.step_s + host;
-    r.e2e_latency_s = f.steps * r.step_s + host;
+    // A request's own steps to its first token carry a chunk each (queued ones too: a queue of
+    // prompts is a full chunk every step); its decode steps see the rest.
+    const double first_s = f.to_first * chunk_step.total_s();
+    // (One output token: no decode phase; a decode step's time stands in.)
+    r.tpot_s = role == ServeRole::prefill ? 0.0
+               : s.output_len > 1         ? (lifetime_s - first_s) / as_d(s.output_len - 1)
+                                          : r.step_s / e;
+    r.ttft_s = role == ServeRole::decode ? 0.0 : first_s + host;
+    r.e2e_latency_s = lifetime_s + host;
     // Little's law: C requests in flight, each living e2e seconds; each yields O tokens (a prefill
     // engine's the first, a decode engine's the other O - 1).
     r.requests_per_s = as_d(p.dp) * as_d(concurrency) / r.e2e_latency_s;

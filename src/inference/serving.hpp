@@ -26,8 +26,8 @@ struct ServingPoint {
     double prefill_tokens = 0;      // per step, whole replica: prompt tokens (chunks)
     bool prefill_bound = false;     // prompts arrive faster than the chunk budget: they queue
     double kv_tokens_per_request = 0;  // the cache a request holds on average, in whole blocks
-    double step_s = 0;              // one step through every stage: the time between a user's tokens
-    double ttft_s = 0;              // queueing + prefill chunks + the fixed per-request host cost
+    double step_s = 0;              // the mean step through every stage (chunk steps and decode-only steps)
+    double ttft_s = 0;              // queueing + the request's own prefill chunk steps + the fixed per-request host cost
     double tpot_s = 0;
     double e2e_latency_s = 0;
     double output_tokens_per_s = 0;          // all dp replicas
@@ -35,7 +35,8 @@ struct ServingPoint {
     double output_tokens_per_s_per_user = 0; // 1 / tpot
     double requests_per_s = 0;      // requests finished per second, all dp replicas (prefill: prompts)
     int64_t gpus = 0;
-    PassCost step;                  // one micro-batch's step through the whole model
+    PassCost step;                  // one micro-batch's mean step through the whole model (a chunk step's
+                                    // share of the steps, the rest decode-only)
     Energy energy;                  // one step of one replica: every micro-batch through every stage
     double energy_per_request_j = 0;// that step's energy over the requests it finishes (0: no energy figures)
     InferMemory memory;             // KV cache: every request at its average footprint

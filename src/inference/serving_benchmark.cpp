@@ -1,0 +1,275 @@
+#include "inference/serving_benchmark.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <random>
+
+namespace sm {
+
+namespace {
+
+double as_d(int64_t x) { return static_cast<double>(x); }
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max() / 4;
+
+// Whole steps until `wait_s` has passed at `dt` seconds a step (at least one), capped.
+int64_t steps_until(double wait_s, double dt) {
+    const double n = std::ceil(wait_s / dt);
+    return n >= as_d(kNever) ? kNever : std::max<int64_t>(1, static_cast<int64_t>(n));
+}
+
+struct Prompt {
+    int64_t id = 0;
+    int64_t left = 0;  // prompt tokens not yet prefilled
+};
+struct Decoding {
+    int64_t id = 0;
+    int64_t done_at = 0;  // the decode-step count at which its last token is out
+};
+
+}  // namespace
+
+std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load) {
+    const int64_t total = load.clients > 0 ? load.requests : std::min<int64_t>(load.requests, static_cast<int64_t>(load.arrivals_s.size()));
+    std::vector<RequestTimes> out(static_cast<size_t>(std::max<int64_t>(total, 0)));
+    if (total <= 0) return out;
+    const int64_t slots = std::max<int64_t>(1, e.slots), budget = std::max<int64_t>(1, e.chunk_tokens);
+    const auto decode_steps = static_cast<int64_t>(std::ceil(as_d(e.output_len - 1) / e.tokens_per_decode_step));
+
+    std::deque<int64_t> future;   // sent, not yet at the engine (host time), in arrival order
+    std::deque<int64_t> waiting;  // at the engine, no slot yet
+    std::deque<Prompt> prompts;   // admitted, prompt being prefilled first come first served
+    std::deque<Decoding> decoding;  // joined in order, all decode alike: they finish in order
+    int64_t sent = 0, pending = 0, decoded = 0;
+    double t = 0;
+    auto send = [&](double at) {
+        out[static_cast<size_t>(sent)].sent_s = at;
+        future.push_back(sent++);
+    };
+    auto arrives = [&](int64_t id) { return out[static_cast<size_t>(id)].sent_s + e.host_s; };
+    // A request's last token: its client sends the next (closed loop).
+    auto finish = [&](int64_t id) {
+        out[static_cast<size_t>(id)].done_s = t;
+        if (load.clients > 0 && sent < total) send(t);
+    };
+    if (load.clients > 0)
+        for (int64_t k = 0; k < std::min(load.clients, total); ++k) send(0.0);
+    else
+        for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
+
+    for (;;) {
+        while (!future.empty() && arrives(future.front()) <= t) {
+            waiting.push_back(future.front());
+            future.pop_front();
+        }
+        while (!waiting.empty() && as_d(prompts.size() + decoding.size()) < as_d(slots)) {
+            prompts.push_back({waiting.front(), e.input_len});
+            pending += e.input_len;
+            waiting.pop_front();
+        }
+        if (prompts.empty() && decoding.empty()) {
+            if (future.empty()) break;
+            t = arrives(future.front());  // idle until the next request
+            continue;
+        }
+        // The step's mix: prompt tokens up to the budget; decodes beside them, or held back while
+        // a separate prefill step runs.
+        const bool prefill_only = e.schedule == PrefillSchedule::separate && pending > 0;
+        const int64_t q = std::min(budget, pending);
+        const double d = prefill_only ? 0.0 : as_d(decoding.size());
+        const double dt = e.step_s(d, as_d(q));
+        // Steps alike: no prompt finishes (a full chunk of the front prompt each), no decode
+        // ends before the last of them, nobody arrives to a free slot before the last.
+        int64_t alike = pending == 0 ? kNever : pending > budget ? (prompts.front().left - 1) / budget : 0;
+        if (!prefill_only && !decoding.empty()) alike = std::min(alike, decoding.front().done_at - decoded);
+        if (!future.empty() && as_d(prompts.size() + decoding.size()) < as_d(slots))
+            alike = std::min(alike, steps_until(arrives(future.front()) - t, dt));
+        const int64_t n = std::max<int64_t>(alike, 1);
+        t += as_d(n) * dt;
+        if (!prefill_only) decoded += n;
+        int64_t take = alike > 0 ? n * q : q;  // alike steps: a full chunk each, from the front prompt
+        pending -= take;
+        while (take > 0) {
+            Prompt& front = prompts.front();
+            const int64_t used = std::min(take, front.left);
+            front.left -= used;
+            take -= used;
+            if (front.left > 0) break;
+            out[static_cast<size_t>(front.id)].first_token_s = t;
+            if (decode_steps > 0)
+                decoding.push_back({front.id, decoded + decode_steps});
+            else
+                finish(front.id);
+            prompts.pop_front();
+        }
+        while (!decoding.empty() && decoding.front().done_at <= decoded) {
+            finish(decoding.front().id);
+            decoding.pop_front();
+        }
+    }
+    return out;
+}
+
+std::vector<double> poisson_arrivals(double rate_per_s, int64_t n, uint64_t seed) {
+    std::mt19937_64 gen(seed);
+    std::vector<double> out;
+    out.reserve(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    double t = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        // u uniform in [0, 1) from the top 53 bits; the gap -ln(1 - u) / rate is exponential.
+        const double u = static_cast<double>(gen() >> 11) * 0x1.0p-53;
+        t += -std::log1p(-u) / rate_per_s;
+        out.push_back(t);
+    }
+    return out;
+}
+
+Summary summarise(std::vector<std::pair<double, double>> vw) {
+    Summary s;
+    double weight = 0, sum = 0;
+    for (const auto& [v, w] : vw) {
+        weight += w;
+        sum += v * w;
+    }
+    if (weight <= 0) return s;
+    s.mean = sum / weight;
+    std::sort(vw.begin(), vw.end());
+    // Order statistic at rank r (0-based, fractional) of the weighted sample, each sample a run
+    // of `w` equal values: the value holding rank r, or between two runs linearly.
+    auto at_rank = [&](double r) {
+        double below = 0;  // ranks before the current run
+        for (size_t i = 0; i < vw.size(); ++i) {
+            const double last = below + vw[i].second - 1;  // the run's last rank
+            if (r <= last || i + 1 == vw.size()) return vw[i].first;
+            if (r < last + 1) return vw[i].first + (r - last) * (vw[i + 1].first - vw[i].first);
+            below += vw[i].second;
+        }
+        return vw.back().first;
+    };
+    s.p50 = at_rank(0.50 * (weight - 1));
+    s.p90 = at_rank(0.90 * (weight - 1));
+    s.p99 = at_rank(0.99 * (weight - 1));
+    return s;
+}
+
+namespace {
+
+// Ascending 0, 1, 2, 4, ... up to `top`, with `extra` values in [0, top] added.
+std::vector<double> ladder(int64_t top, std::initializer_list<int64_t> extra) {
+    std::vector<double> v{0.0};
+    for (int64_t x = 1; x < top; x *= 2) v.push_back(as_d(x));
+    v.push_back(as_d(top));
+    for (const int64_t x : extra)
+        if (x > 0 && x < top) v.push_back(as_d(x));
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+}
+
+// Step seconds of the engine at (decoding, prompt tokens): engine_step_cost at the grid's
+// points (costed when first needed), bilinear between them. The grid holds the prompt sizes a
+// fixed-length benchmark steps through exactly (the budget, one prompt, a prompt's last chunk),
+// so a lone prompt's step is its exact cost.
+class StepGrid {
+public:
+    StepGrid(const InferContext& c, const ParallelConfig& p, int64_t slots)
+        : c_(c), p_(p), mb_(as_d(std::min(p.pp, slots))),
+          d_(ladder(slots, {})),
+          q_(ladder(c.inference.prefill_chunk_tokens,
+                    {c.inference.input_len, c.inference.input_len % c.inference.prefill_chunk_tokens})),
+          s_(d_.size() * q_.size(), -1.0) {}
+    double operator()(double d, double q) {
+        const auto [d0, d1, u] = bracket(d_, d);
+        const auto [q0, q1, v] = bracket(q_, q);
+        return (1 - u) * ((1 - v) * at(d0, q0) + (v > 0 ? v * at(d0, q1) : 0.0)) +
+               (u > 0 ? u * ((1 - v) * at(d1, q0) + (v > 0 ? v * at(d1, q1) : 0.0)) : 0.0);
+    }
+
+private:
+    struct Bracket {
+        size_t lo, hi;
+        double u;
+    };
+    static Bracket bracket(const std::vector<double>& g, double x) {
+        x = std::clamp(x, g.front(), g.back());
+        const auto hi = static_cast<size_t>(std::lower_bound(g.begin(), g.end(), x) - g.begin());
+        if (g[hi] == x || hi == 0) return {hi, hi, 0.0};
+        return {hi - 1, hi, (x - g[hi - 1]) / (g[hi] - g[hi - 1])};
+    }
+    double at(size_t i, size_t j) {
+        double& s = s_[i * q_.size() + j];
+        if (s < 0) {
+            const double d = d_[i], q = q_[j];
+            // An empty step is never run; a step's prompts finish q / I of a prompt each.
+            s = d == 0 && q == 0 ? 0.0 : engine_step_cost(c_, p_, d, q, q / as_d(c_.inference.input_len), mb_).total_s();
+        }
+        return s;
+    }
+    const InferContext c_;
+    const ParallelConfig p_;
+    double mb_;
+    std::vector<double> d_, q_, s_;
+};
+
+}  // namespace
+
+BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, int64_t slots, PrefillSchedule schedule,
+                              int64_t clients, double rate_per_s, int64_t requests, uint64_t seed) {
+    const InferenceSpec& s = c.inference;
+    slots = std::max<int64_t>(1, slots);
+    auto grid = std::make_shared<StepGrid>(c, p, slots);
+    EngineModel e;
+    e.slots = slots;
+    e.chunk_tokens = s.prefill_chunk_tokens;
+    e.input_len = s.input_len;
+    e.output_len = s.output_len;
+    e.tokens_per_decode_step = tokens_per_decode_step(s);
+    e.host_s = c.system.eff.host_request_overhead_s;
+    e.schedule = schedule;
+    e.step_s = [grid](double d, double q) { return (*grid)(d, q); };
+
+    // Replicas alike are simulated once and counted `weight` times.
+    struct Share {
+        Load load;
+        double weight;
+    };
+    std::vector<Share> shares;
+    if (clients > 0) {
+        const int64_t base = clients / p.dp, extra = clients % p.dp;
+        for (const auto& [k, count] : {std::pair{base + 1, extra}, std::pair{base, p.dp - extra}})
+            if (k > 0 && count > 0)
+                shares.push_back({{k, (requests * k + clients - 1) / clients, {}}, as_d(count)});
+    } else {
+        const int64_t n = (requests + p.dp - 1) / p.dp;
+        shares.push_back({{0, n, poisson_arrivals(rate_per_s / as_d(p.dp), n, seed)}, as_d(p.dp)});
+    }
+    BenchmarkResult r;
+    r.slots = slots;
+    std::vector<std::pair<double, double>> ttft, tpot, e2e;
+    double tokens = 0, start = std::numeric_limits<double>::infinity();
+    for (const Share& sh : shares) {
+        for (const RequestTimes& q : simulate_engine(e, sh.load)) {
+            ttft.emplace_back(q.first_token_s - q.sent_s, sh.weight);
+            e2e.emplace_back(q.done_s - q.sent_s, sh.weight);
+            if (s.output_len > 1) tpot.emplace_back((q.done_s - q.first_token_s) / as_d(s.output_len - 1), sh.weight);
+            r.duration_s = std::max(r.duration_s, q.done_s);
+            start = std::min(start, q.sent_s);
+            tokens += sh.weight * as_d(s.output_len);
+            r.requests += static_cast<int64_t>(sh.weight);
+        }
+    }
+    r.ttft_s = summarise(std::move(ttft));
+    r.tpot_s = summarise(std::move(tpot));
+    r.e2e_s = summarise(std::move(e2e));
+    if (r.requests > 0) r.duration_s -= start;
+    if (r.duration_s > 0) {
+        r.output_tokens_per_s = tokens / r.duration_s;
+        r.requests_per_s = as_d(r.requests) / r.duration_s;
+    }
+    return r;
+}
+
+}  // namespace sm

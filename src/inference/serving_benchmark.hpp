@@ -1,0 +1,80 @@
+#pragma once
+// A serving benchmark as the clients see it: requests arrive (a closed loop of C clients, or
+// Poisson arrivals at a rate), wait for a slot, have their prompt prefilled in chunks of the
+// engine's per-step token budget, then decode; each request's TTFT, TPOT and end-to-end latency
+// are recorded and summarised as mean and percentiles. The engine is stepped deterministically;
+// a run of steps in which nothing changes (no prompt finishes, no request ends, nobody arrives)
+// is costed at once, so the time taken grows with the number of requests, not of steps.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "inference/serving.hpp"
+
+namespace sm {
+
+// How the engine schedules prompts beside decoding requests.
+enum class PrefillSchedule {
+    mixed,     // chunks ride in the decode steps (vLLM V1, TensorRT-LLM in-flight batching)
+    separate,  // a step of prompt chunks alone while decodes wait (SGLang without mixed chunks)
+};
+
+// What one replica's engine does with a request (the model enters only through the step cost).
+struct EngineModel {
+    int64_t slots = 1;             // requests in flight at most (KV-cache capacity)
+    int64_t chunk_tokens = 8192;   // prompt tokens per step at most
+    int64_t input_len = 1;
+    int64_t output_len = 1;
+    double tokens_per_decode_step = 1;  // 1 + accepted draft tokens (speculative decoding)
+    double host_s = 0;             // per request, before it reaches the engine (tokenise, schedule)
+    PrefillSchedule schedule = PrefillSchedule::mixed;
+    // Seconds of one step with `decoding` requests decoding and `prompt` prompt tokens.
+    std::function<double(double decoding, double prompt)> step_s;
+};
+
+// The clients. Closed loop (clients > 0): each of `clients` sends a request at time 0 and its
+// next one the moment the last one's final token arrives, until `requests` have been sent in
+// all. Open loop (clients == 0): `requests` arrive at the times given, ascending.
+struct Load {
+    int64_t clients = 0;
+    int64_t requests = 0;
+    std::vector<double> arrivals_s;
+};
+
+struct RequestTimes {
+    double sent_s = 0, first_token_s = 0, done_s = 0;
+};
+
+// Every request's times on one engine, in the order they were sent.
+std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load);
+
+// Poisson arrivals: `n` times at `rate_per_s`, from a seeded generator whose sequence is fixed by
+// the C++ standard (std::mt19937_64 and the inverse of the exponential distribution by hand), so
+// every platform draws the same times.
+std::vector<double> poisson_arrivals(double rate_per_s, int64_t n, uint64_t seed);
+
+struct Summary {
+    double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+// Mean and percentiles of weighted samples; a percentile interpolates linearly between order
+// statistics (numpy's default), each sample counted `weight` times.
+Summary summarise(std::vector<std::pair<double, double>> value_weight);
+
+struct BenchmarkResult {
+    Summary ttft_s, tpot_s, e2e_s;  // TPOT of a request: (e2e - TTFT) / (O - 1)
+    int64_t requests = 0;           // all replicas
+    double duration_s = 0;          // the first send to the last token
+    double output_tokens_per_s = 0; // all replicas, over the duration
+    double requests_per_s = 0;
+    int64_t slots = 0;              // per replica
+};
+
+// The benchmark on a deployment of `p.dp` replicas of the engine model of `c` (step costs from
+// engine_step_cost, interpolated between costed mixes). Closed loop: `clients` in all, dealt to
+// the replicas as evenly as they go, `requests` in all (each client's share in turn). Open loop
+// (clients == 0): `requests` Poisson arrivals at `rate_per_s` for the deployment, dealt to the
+// replicas at random (each a Poisson stream of rate / dp). `slots`: requests a replica holds.
+BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, int64_t slots, PrefillSchedule schedule,
+                              int64_t clients, double rate_per_s, int64_t requests, uint64_t seed);
+
+}  // namespace sm

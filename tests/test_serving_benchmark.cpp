@@ -1,0 +1,170 @@
+// The serving benchmark's engine stepped by hand: a closed loop's first wave and its refill, a
+// slot wait, prefill as a step of its own, host time; percentiles by hand; Poisson arrivals
+// against a hand simulation of the same queue; and the model's engine against the static prefill.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "inference/serving_benchmark.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+
+// Prompts of 100 tokens in a budget of 100, 3 output tokens (2 decode steps); a step costs
+// 1 s + 0.01 s per prompt token + 0.1 s per decoding request.
+EngineModel toy_engine(int64_t slots) {
+    EngineModel e;
+    e.slots = slots;
+    e.chunk_tokens = 100;
+    e.input_len = 100;
+    e.output_len = 3;
+    e.step_s = [](double d, double q) { return 1.0 + 0.01 * q + 0.1 * d; };
+    return e;
+}
+
+TEST(ServingBenchmark, ClosedLoopFirstWaveAndRefillByHand) {
+    // Two clients, three requests. t = 0: both prompts arrive; the budget takes one a step.
+    //   step 1: req 0's prompt (q 100, d 0): 2 s -> t 2, its first token.
+    //   step 2: req 1's prompt beside req 0 decoding: 2.1 s -> t 4.1.
+    //   step 3: both decode: 1.2 s -> t 5.3, req 0's second decode step: done; its client sends req 2.
+    //   step 4: req 2's prompt beside req 1 decoding: 2.1 s -> t 7.4; req 1 done (its 2nd decode).
+    //   steps 5-6: req 2 decodes alone: 2 x 1.1 s -> t 9.6.
+    const std::vector<RequestTimes> r = simulate_engine(toy_engine(4), {2, 3, {}});
+    ASSERT_EQ(r.size(), 3U);
+    EXPECT_DOUBLE_EQ(r[0].first_token_s, 2.0);
+    EXPECT_DOUBLE_EQ(r[0].done_s, 5.3);
+    EXPECT_DOUBLE_EQ(r[1].first_token_s, 4.1);
+    EXPECT_DOUBLE_EQ(r[1].done_s, 7.4);
+    EXPECT_DOUBLE_EQ(r[2].sent_s, 5.3);
+    EXPECT_DOUBLE_EQ(r[2].first_token_s, 7.4);
+    EXPECT_DOUBLE_EQ(r[2].done_s, 9.6);
+}
+
+TEST(ServingBenchmark, SeparatePrefillStepsHoldTheDecodesBack) {
+    // Both prompts run first, each a step of its own (2 s), then both decode together: 2 x 1.2 s.
+    EngineModel e = toy_engine(4);
+    e.schedule = PrefillSchedule::separate;
+    const std::vector<RequestTimes> r = simulate_engine(e, {2, 2, {}});
+    EXPECT_DOUBLE_EQ(r[0].first_token_s, 2.0);
+    EXPECT_DOUBLE_EQ(r[1].first_token_s, 4.0);
+    EXPECT_DOUBLE_EQ(r[0].done_s, 6.4);
+    EXPECT_DOUBLE_EQ(r[1].done_s, 6.4);
+}
+
+TEST(ServingBenchmark, ARequestWaitsForASlotAndTheHost) {
+    // One slot: req 1 waits for req 0 (2 s prompt + 2 x 1.1 s decode = 4.2 s), then runs alike.
+    // The host's 0.5 s per request comes before the engine sees it, on the client's clock.
+    EngineModel e = toy_engine(1);
+    e.host_s = 0.5;
+    const std::vector<RequestTimes> r = simulate_engine(e, {2, 2, {}});
+    EXPECT_DOUBLE_EQ(r[0].first_token_s, 2.5);
+    EXPECT_DOUBLE_EQ(r[0].done_s, 4.7);
+    EXPECT_DOUBLE_EQ(r[1].first_token_s, 6.7);
+    EXPECT_DOUBLE_EQ(r[1].done_s, 8.9);
+}
+
+TEST(ServingBenchmark, LongPromptsRunInChunksAndIdleGapsAreSkipped) {
+    // Open loop: 250-token prompts (chunks 100, 100, 50) arriving at 0 and 100 s, 1 output token.
+    EngineModel e = toy_engine(4);
+    e.input_len = 250;
+    e.output_len = 1;
+    const std::vector<RequestTimes> r = simulate_engine(e, {0, 2, {0.0, 100.0}});
+    // 2 + 2 + 1.5 s; nothing decodes (one output token: done at the first).
+    EXPECT_DOUBLE_EQ(r[0].first_token_s, 5.5);
+    EXPECT_DOUBLE_EQ(r[0].done_s, 5.5);
+    EXPECT_DOUBLE_EQ(r[1].first_token_s, 105.5);
+}
+
+TEST(ServingBenchmark, PercentilesByHand) {
+    // 1, 2, 3, 4: numpy's linear percentiles at ranks 1.5, 2.7, 2.97.
+    const Summary s = summarise({{4, 1}, {2, 1}, {1, 1}, {3, 1}});
+    EXPECT_DOUBLE_EQ(s.mean, 2.5);
+    EXPECT_DOUBLE_EQ(s.p50, 2.5);
+    EXPECT_DOUBLE_EQ(s.p90, 3.7);
+    EXPECT_DOUBLE_EQ(s.p99, 3.97);
+    // A weight counts a value that many times: {1, 1, 1, 5}.
+    const Summary w = summarise({{5, 1}, {1, 3}});
+    EXPECT_DOUBLE_EQ(w.mean, 2.0);
+    EXPECT_DOUBLE_EQ(w.p50, 1.0);
+    EXPECT_DOUBLE_EQ(w.p90, 1.0 + 0.7 * 4.0);
+    EXPECT_DOUBLE_EQ(summarise({}).p99, 0.0);
+}
+
+TEST(ServingBenchmark, PoissonArrivalsAreSeededExponentialGaps) {
+    const std::vector<double> a = poisson_arrivals(4.0, 200000, 7);
+    ASSERT_EQ(a.size(), 200000U);
+    EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+    EXPECT_NEAR(a.back() / 200000.0, 0.25, 0.0025);  // mean gap 1 / rate, within 1%
+    // Exponential: the share of gaps above the mean is e^-1.
+    int64_t above = 0;
+    for (size_t i = 1; i < a.size(); ++i) above += a[i] - a[i - 1] > 0.25;
+    EXPECT_NEAR(static_cast<double>(above) / 199999.0, std::exp(-1.0), 0.005);
+    EXPECT_EQ(poisson_arrivals(4.0, 10, 7), poisson_arrivals(4.0, 10, 7));
+    EXPECT_NE(poisson_arrivals(4.0, 10, 7), poisson_arrivals(4.0, 10, 8));
+}
+
+TEST(ServingBenchmark, PoissonQueueAgainstAHandSimulation) {
+    // One slot, one output token, a prompt a step of 2 s: a single-server queue with a fixed
+    // service time. Lindley's recursion gives each request's wait; its TTFT is wait + 2 s.
+    EngineModel e = toy_engine(1);
+    e.output_len = 1;
+    const std::vector<double> arrivals = poisson_arrivals(0.4, 2000, 11);
+    const std::vector<RequestTimes> r = simulate_engine(e, {0, 2000, arrivals});
+    std::vector<std::pair<double, double>> hand;
+    double free_at = 0;
+    for (const double a : arrivals) {
+        const double start = std::max(a, free_at);
+        free_at = start + 2.0;
+        hand.emplace_back(free_at - a, 1.0);
+    }
+    std::vector<std::pair<double, double>> sim;
+    for (const RequestTimes& q : r) sim.emplace_back(q.first_token_s - q.sent_s, 1.0);
+    const Summary h = summarise(hand), s = summarise(sim);
+    EXPECT_NEAR(s.mean, h.mean, 1e-9);
+    EXPECT_NEAR(s.p50, h.p50, 1e-9);
+    EXPECT_NEAR(s.p99, h.p99, 1e-9);
+    // At 80% load the queue adds to the 2 s service: Pollaczek-Khinchine's mean wait for fixed
+    // service, rho s / (2 (1 - rho)) = 0.8 x 2 / 0.4 = 4 s, within the sample's spread.
+    EXPECT_NEAR(h.mean, 6.0, 1.0);
+}
+
+TEST(ServingBenchmark, LoneClientSeesTheStaticPrefillAndDecode) {
+    // One client on the model: TTFT is the static prefill of one request, and each request's
+    // decode steps are single-request steps (tested against the static path, costed apart).
+    const ModelSpec m = testing::model_preset("llama3-8b");
+    const SystemSpec sys = testing::system_preset("dgx-h100");
+    InferenceSpec s;
+    s.input_len = 1024;
+    s.output_len = 64;
+    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    const InferContext c{m, sys, s};
+    const BenchmarkResult r = run_benchmark(c, ParallelConfig{}, 8, PrefillSchedule::mixed, 1, 0, 3, 1);
+    const double prefill = prefill_cost(c, ParallelConfig{}).total_s();
+    EXPECT_EQ(r.requests, 3);
+    EXPECT_NEAR(r.ttft_s.mean, prefill, 1e-9 * prefill);
+    EXPECT_NEAR(r.ttft_s.p99, prefill, 1e-9 * prefill);
+    const double tpot = decode_step_cost(c, ParallelConfig{}, 1024 + 32).total_s();
+    EXPECT_NEAR(r.tpot_s.mean, tpot, 0.02 * tpot);
+    EXPECT_NEAR(r.duration_s, 3 * (prefill + 63 * r.tpot_s.mean), 1e-6 * r.duration_s);
+}
+
+TEST(ServingBenchmark, TtftGrowsWithClients) {
+    const ModelSpec m = testing::model_preset("llama3-8b");
+    const SystemSpec sys = testing::system_preset("dgx-h100");
+    InferenceSpec s;
+    s.input_len = 2048;
+    s.output_len = 128;
+    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    double last = 0;
+    for (const int64_t n : {1, 4, 16, 64, 256}) {
+        const BenchmarkResult r = run_benchmark({m, sys, s}, ParallelConfig{}, 512, PrefillSchedule::mixed, n, 0, 10 * n, 1);
+        EXPECT_GT(r.ttft_s.mean, last) << n << " clients";
+        EXPECT_GE(r.ttft_s.p99, r.ttft_s.p50);
+        last = r.ttft_s.mean;
+    }
+}
+
+}  // namespace
+}  // namespace sm
