@@ -7,6 +7,7 @@
 #include "inference/inference.hpp"
 #include "inference/roofline.hpp"
 #include "inference/serving.hpp"
+#include "inference/serving_benchmark.hpp"
 #include "io/infer_report.hpp"
 #include "io/int_list.hpp"
 #include "io/serve_report.hpp"
@@ -27,32 +28,62 @@ void warn_memory(const Io& io, const Scenario& s, const InferResult& r) {
                   << " exceeds the model's context (model.seq_len = " << s.model.seq_len << ")\n";
 }
 
-// `--concurrency C` or `--max-throughput`: the continuous-batching steady state.
-int run_serving(const Io& io, const Scenario& s, std::optional<int64_t> concurrency, Format fmt) {
+// What `infer` was asked about continuous batching: a closed loop of C clients per replica, an
+// open loop at a rate, or the best concurrency for throughput.
+struct ServingAsk {
+    int64_t concurrency = 0;
+    double request_rate = 0;
+    uint64_t seed = 1;
+};
+
+// `--concurrency C` / `--request-rate R`: the benchmark, with the steady state beside it;
+// `--max-throughput`: the steady state at the best concurrency that fits.
+int run_serving(const Io& io, const Scenario& s, const ServingAsk& ask, Format fmt) {
     const InferContext c{s.model, s.system, s.inference};
-    const int64_t limit = max_concurrency_that_fits(c, s.parallel);
+    const ParallelConfig& p = s.parallel;
+    const int64_t limit = max_concurrency_that_fits(c, p);
     ServingPoint r;
+    std::optional<BenchmarkReport> bench;
     std::string mode = "concurrency";
-    if (concurrency) {
-        r = with_energy(s.system, s.parallel, serve_at(c, s.parallel, *concurrency));
-        if (!r.fits_in_memory)
-            io.err << "scalemodel: warning: needs " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; " << s.system.accel.name
-                      << " has " << gib(s.system.accel.memory_bytes) << " (largest concurrency that fits: " << limit << ")\n";
+    if (ask.concurrency > 0 || ask.request_rate > 0) {
+        if (limit == 0)
+            io.err << "scalemodel: warning: not even one request fits in " << gib(s.system.accel.memory_bytes)
+                   << " per GPU; the benchmark runs one at a time\n";
+        BenchmarkReport b;
+        b.clients = ask.concurrency * p.dp;
+        b.request_rate_per_s = ask.request_rate;
+        b.seed = ask.request_rate > 0 ? ask.seed : 0;
+        const int64_t requests = s.inference.num_requests > 0 ? s.inference.num_requests : b.clients > 0 ? 10 * b.clients : 1000;
+        b.result = run_benchmark(c, p, std::max<int64_t>(limit, 1), s.inference.prefill_schedule, b.clients, ask.request_rate,
+                                 requests, ask.seed);
+        // An open loop's steady state: the requests in flight by Little's law, within the slots.
+        int64_t in_flight = ask.concurrency;
+        if (ask.request_rate > 0) {
+            mode = "request_rate";
+            const double n = std::round(b.result.requests_per_s / static_cast<double>(p.dp) * b.result.e2e_s.mean);
+            in_flight = std::clamp<int64_t>(static_cast<int64_t>(std::min(n, 1e15)), 1, std::max<int64_t>(limit, 1));
+        }
+        r = with_energy(s.system, p, serve_at(c, p, in_flight));
+        if (!r.fits_in_memory && limit > 0)
+            io.err << "scalemodel: warning: " << in_flight << " requests need " << gib(r.memory.peak_bytes_per_gpu) << " per GPU; "
+                   << s.system.accel.name << " has " << gib(s.system.accel.memory_bytes) << " (largest concurrency that fits: "
+                   << limit << "; the rest wait for a slot)\n";
+        bench = b;
     } else {
-        std::optional<ServingPoint> best = max_throughput(c, s.parallel);
+        std::optional<ServingPoint> best = max_throughput(c, p);
         if (!best)
             return bad_input(io, {"--max-throughput", "",
                               fmt::format("not even one request fits in {} per GPU with tp {} pp {} (weights {})",
-                                          gib(s.system.accel.memory_bytes), s.parallel.tp, s.parallel.pp,
-                                          gib(serving_memory(c, s.parallel, 1).weights_bytes))});
+                                          gib(s.system.accel.memory_bytes), p.tp, p.pp, gib(serving_memory(c, p, 1).weights_bytes))});
         r = *best;
         mode = "max_throughput";
     }
-    const Json j = serve_json(s, r, mode, limit);
+    const BenchmarkReport* b = bench ? &*bench : nullptr;
+    const Json j = serve_json(s, r, mode, limit, b);
     switch (fmt) {
         case Format::json: return emit_json(io, j);
         case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
-        case Format::text: return emit_checked(io, j, serve_text(s, r, mode, limit));
+        case Format::text: return emit_checked(io, j, serve_text(s, r, mode, limit, b));
     }
     return kExitOk;
 }
@@ -66,6 +97,8 @@ Runner add_infer(CLI::App& app, const Io& io) {
         std::string format = "text";
         std::string sweep;
         int64_t concurrency = 0;
+        double request_rate = 0;
+        uint64_t seed = 1;
         bool max_throughput = false;
     };
     auto o = std::make_shared<Opts>();
@@ -75,12 +108,19 @@ Runner add_infer(CLI::App& app, const Io& io) {
     cmd->add_option("--sweep-batch", o->sweep,
                     "latency-throughput curve over batch sizes: FIRST:LAST[:xK|:+K] (e.g. 1:256:x2) or A,B,C");
     auto* conc = cmd->add_option("--concurrency", o->concurrency,
-                                 "continuous batching: C requests in flight per replica (steady state)")
+                                 "continuous batching: a closed loop of C clients per replica (a benchmark: mean and "
+                                 "percentiles, the steady state beside it)")
                      ->check(CLI::Range(int64_t{1}, kMaxSweepBatch));
+    auto* rate = cmd->add_option("--request-rate", o->request_rate,
+                                 "continuous batching: Poisson arrivals at R requests/s for the whole deployment")
+                     ->check(CLI::Range(1e-9, 1e9));
+    cmd->add_option("--seed", o->seed, "the arrival process's seed (with --request-rate)")->needs(rate);
     auto* best = cmd->add_flag("--max-throughput", o->max_throughput,
                                "continuous batching at the concurrency that fits with the most output tokens/s/GPU");
     conc->excludes(best);
-    for (auto* opt : {conc, best}) opt->excludes("--sweep-batch");
+    rate->excludes(best);
+    rate->excludes(conc);
+    for (auto* opt : {conc, rate, best}) opt->excludes("--sweep-batch");
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
@@ -94,8 +134,8 @@ Runner add_infer(CLI::App& app, const Io& io) {
         if (!s) return bad_input(io, s.error());
         note_assumptions(io, *s, Purpose::infer);
         const Format fmt = parse_format(o->format);
-        if (o->concurrency > 0 || o->max_throughput)
-            return run_serving(io, *s, o->concurrency > 0 ? std::optional<int64_t>(o->concurrency) : std::nullopt, fmt);
+        if (o->concurrency > 0 || o->request_rate > 0 || o->max_throughput)
+            return run_serving(io, *s, {o->concurrency, o->request_rate, o->seed}, fmt);
         if (!sweep) {
             const InferResult r = evaluate_inference({s->model, s->system, s->inference}, s->parallel);
             warn_memory(io, *s, r);

@@ -11,6 +11,12 @@ enum class KvReservation {
     full,     // prompt + all output tokens, from admission (TensorRT-LLM GUARANTEED_NO_EVICT)
     average,  // what its context holds so far: I + O/2 on average (vLLM; TRT-LLM MAX_UTILIZATION)
 };
+// How a serving engine schedules prompt chunks beside decoding requests (InferenceSpec::prefill_schedule).
+enum class PrefillSchedule {
+    mixed,     // chunks ride in the decode steps (vLLM V1, TensorRT-LLM in-flight batching)
+    separate,  // a step of prompt chunks alone while the decodes wait (SGLang without --enable-mixed-chunk)
+};
+constexpr std::string_view to_string(PrefillSchedule p) { return p == PrefillSchedule::mixed ? "mixed" : "separate"; }
 // What a sliding-window layer's cache holds for a request (InferenceSpec::window_cache).
 enum class WindowCache { window, sequence };
 constexpr std::string_view to_string(WindowCache w) { return w == WindowCache::window ? "window" : "sequence"; }
@@ -36,6 +42,8 @@ struct InferenceSpec {
     // Options") admits a request only once the blocks for its whole I + O are reserved, so a
     // started request is never paused.
     KvReservation kv_reservation = KvReservation::full;
+    // The serving benchmark's scheduler (`infer --concurrency`, `--request-rate`).
+    PrefillSchedule prefill_schedule = PrefillSchedule::mixed;
     // What a sliding-window layer's cache holds per request (model.sliding_window): `window`, its
     // last window of tokens (a cyclic or trimmed cache: vLLM's sliding-window manager, TensorRT-LLM
     // before 1.1); `sequence`, blocks for the whole sequence (TensorRT-LLM from PR #6768, Aug 2025:
@@ -55,6 +63,8 @@ struct InferenceSpec {
     // A finite benchmark run (`infer --max-throughput`): this many requests queued at once, its
     // throughput their output over the time until the last one finishes, ramp-up and tail
     // included (trtllm-bench throughput's dataset); 0: an endless stream's steady state.
+    // With `--concurrency C` / `--request-rate R`: the requests the benchmark sends (0: 10 per
+    // client, the request count of aiperf / genai-perf concurrency sweeps; 1,000 at a rate).
     int64_t num_requests = 0;
 };
 

@@ -13,12 +13,6 @@
 
 namespace sm {
 
-// How the engine schedules prompts beside decoding requests.
-enum class PrefillSchedule {
-    mixed,     // chunks ride in the decode steps (vLLM V1, TensorRT-LLM in-flight batching)
-    separate,  // a step of prompt chunks alone while decodes wait (SGLang without mixed chunks)
-};
-
 // What one replica's engine does with a request (the model enters only through the step cost).
 struct EngineModel {
     int64_t slots = 1;             // requests in flight at most (KV-cache capacity)

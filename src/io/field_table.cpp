@@ -80,7 +80,8 @@ constexpr std::array kInference{
     IF{"speculative_tokens", nullptr, &InferenceSpec::speculative_tokens, 0, 64, "tokens", "draft tokens verified per step (0: none)"},
     IF{"acceptance_rate", &InferenceSpec::acceptance_rate, nullptr, 0.0, 1.0, "1", "chance each draft token is accepted"},
     IF{"num_requests", nullptr, &InferenceSpec::num_requests, 0, 1048576, "requests",
-       "`--max-throughput` over a finite run of this many requests queued at once (0: the steady state)"},
+       "`--max-throughput` over a finite run of this many requests queued at once (0: the steady state); with "
+       "`--concurrency` / `--request-rate`, the requests the benchmark sends (0: 10 per client; 1,000 at a rate)"},
 };
 
 // A whole count or size below 1e12 in full (16777216, not 1.67772e+07); powers of ten and
@@ -318,7 +319,7 @@ std::string system_schema_markdown() {
     o += "\nIts `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
          "SPEC.md):\n\n";
     o += spec_table(kTraining, "training");
-    o += "\nIts `inference` section (besides the precisions, `kv_reservation` and `window_cache`):\n\n";
+    o += "\nIts `inference` section (besides the precisions, `kv_reservation`, `prefill_schedule` and `window_cache`):\n\n";
     o += spec_table(kInference, "inference");
     return o;
 }

@@ -13,7 +13,8 @@ EnergyScope serve_energy_scope(const ParallelConfig& p, const ServingPoint& r) {
     return {r.energy.scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
 }
 
-Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
+Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits,
+                const BenchmarkReport* bench) {
     const InferenceSpec& i = s.inference;
     const InferMemory& m = r.memory;
     Json j{
@@ -47,6 +48,31 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         {"fits_in_memory", r.fits_in_memory},
         {"memory", memory_json(s, m)},
     };
+    if (bench) {
+        const BenchmarkResult& b = bench->result;
+        j["steady_state"]["ttft_s"] = r.ttft_s;
+        j["steady_state"]["tpot_s"] = r.tpot_s;
+        j["steady_state"]["e2e_latency_s"] = r.e2e_latency_s;
+        j["steady_state"]["output_tokens_per_s"] = r.output_tokens_per_s;
+        for (const auto& [key, x] : {std::pair{"ttft_s", b.ttft_s}, std::pair{"tpot_s", b.tpot_s}, std::pair{"e2e_latency_s", b.e2e_s}}) {
+            j[key] = x.mean;
+            j[std::string(key) + "_p50"] = x.p50;
+            j[std::string(key) + "_p90"] = x.p90;
+            j[std::string(key) + "_p99"] = x.p99;
+        }
+        j["output_tokens_per_s"] = b.output_tokens_per_s;
+        j["output_tokens_per_s_per_gpu"] = b.output_tokens_per_s / static_cast<double>(r.gpus);
+        j["output_tokens_per_s_per_user"] = b.tpot_s.mean > 0 ? 1.0 / b.tpot_s.mean : 0.0;
+        j["benchmark"] = {{"loop", bench->clients > 0 ? "closed" : "open"},
+                          {"clients", bench->clients},
+                          {"request_rate_per_s", bench->request_rate_per_s},
+                          {"seed", bench->seed},
+                          {"requests", b.requests},
+                          {"duration_s", b.duration_s},
+                          {"requests_per_s", b.requests_per_s},
+                          {"slots_per_replica", b.slots},
+                          {"prefill_schedule", to_string(i.prefill_schedule)}};
+    }
     // A finite run (inference.num_requests): the throughput keys above are the run's.
     if (r.run_s > 0) j["finite_run"] = {{"num_requests", i.num_requests}, {"run_s", r.run_s}};
     // A windowed model: its window and what its windowed layers cache.
@@ -58,7 +84,8 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
     return j;
 }
 
-std::string serve_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
+std::string serve_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits,
+                       const BenchmarkReport* bench) {
     const InferenceSpec& i = s.inference;
     const ParallelConfig& p = s.parallel;
     std::string o;
@@ -71,6 +98,27 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
         o += fmt::format("Sliding window {} tokens on {:.0f}% of the layers; their cache holds {}\n", s.model.sliding_window,
                          100.0 * windowed_layer_share(s.model),
                          i.window_cache == WindowCache::window ? "the window" : "the whole sequence (inference.window_cache)");
+    if (bench) {
+        const BenchmarkResult& b = bench->result;
+        if (bench->clients > 0)
+            o += fmt::format("Benchmark: closed loop of {} clients ({} per replica), {} requests; {} slots per replica (largest "
+                             "concurrency that fits)\n",
+                             bench->clients, r.concurrency, b.requests, b.slots);
+        else
+            o += fmt::format("Benchmark: Poisson arrivals at {:g} requests/s (seed {}), {} requests; {} slots per replica\n",
+                             bench->request_rate_per_s, bench->seed, b.requests, b.slots);
+        o += fmt::format("Prompts: prefilled {}, at most {} tokens a step (inference.prefill_schedule {})\n",
+                         i.prefill_schedule == PrefillSchedule::mixed ? "in chunks beside the decodes" : "in steps of their own",
+                         i.prefill_chunk_tokens, to_string(i.prefill_schedule));
+        o += fmt::format("\n  {:<21}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99");
+        for (const auto& [name, x] : {std::pair{"time to first token", b.ttft_s}, std::pair{"time per out token", b.tpot_s},
+                                      std::pair{"end-to-end latency", b.e2e_s}})
+            o += fmt::format("  {:<21}{:>12}{:>12}{:>12}{:>12}\n", name, seconds(x.mean), seconds(x.p50), seconds(x.p90), seconds(x.p99));
+        o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
+                         b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(r.gpus), seconds(b.duration_s));
+        o += fmt::format("\n  steady state at {} in flight per replica: TTFT {}, TPOT {}, {:.1f} output tokens/s{}\n", r.concurrency,
+                         seconds(r.ttft_s), seconds(r.tpot_s), r.output_tokens_per_s, r.prefill_bound ? " (prompts queue: prefill-bound)" : "");
+    } else {
     o += fmt::format("Concurrency {} per replica{}   (largest that fits: {})\n", r.concurrency,
                      mode == "max_throughput" ? ", the best for throughput" : "", max_concurrency_fits);
     o += fmt::format("\n  time to first token  {:>12}{}\n", seconds(r.ttft_s), r.prefill_bound ? "   (prompts queue: prefill-bound)" : "");
@@ -82,6 +130,7 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
         o += fmt::format("    over a finite run of {} requests queued at once: {} until the last finishes (ramp-up and tail "
                          "included; the latencies are the steady state's)\n",
                          i.num_requests, seconds(r.run_s));
+    }
     o += fmt::format("\n  each engine step: {:.1f} decode + {:.1f} prompt tokens over {} micro-batch(es); {:.1f} steps per request\n",
                      r.decode_tokens, r.prefill_tokens, r.micro_batches, r.steps_per_request);
     const InferMemory& m = r.memory;
