@@ -53,7 +53,10 @@ int run_serving(const Io& io, const Scenario& s, const ServingAsk& ask, Format f
         b.clients = ask.concurrency * p.dp;
         b.request_rate_per_s = ask.request_rate;
         b.seed = ask.request_rate > 0 ? ask.seed : 0;
-        const int64_t requests = s.inference.num_requests > 0 ? s.inference.num_requests : b.clients > 0 ? 10 * b.clients : 1000;
+        // Unless given: 10 per client (at most inference.num_requests' own bound), or 1,000 at a rate.
+        const int64_t requests = s.inference.num_requests > 0 ? s.inference.num_requests
+                                 : b.clients > 0              ? std::min<int64_t>(10 * b.clients, int64_t{1} << 20)
+                                                              : 1000;
         b.result = run_benchmark(c, p, std::max<int64_t>(limit, 1), s.inference.prefill_schedule, b.clients, ask.request_rate,
                                  requests, ask.seed);
         // An open loop's steady state: the requests in flight by Little's law, within the slots.
@@ -113,7 +116,14 @@ Runner add_infer(CLI::App& app, const Io& io) {
                      ->check(CLI::Range(int64_t{1}, kMaxSweepBatch));
     auto* rate = cmd->add_option("--request-rate", o->request_rate,
                                  "continuous batching: Poisson arrivals at R requests/s for the whole deployment")
-                     ->check(CLI::Range(1e-9, 1e9));
+                     ->check(CLI::Validator(
+                         [](const std::string& v) -> std::string {
+                             double x = 0;
+                             return CLI::detail::lexical_cast(v, x) && x > 0 && x <= 1e9
+                                        ? ""
+                                        : "got " + v + "; must be requests per second above 0, at most 1e9";
+                         },
+                         "RATE"));
     cmd->add_option("--seed", o->seed, "the arrival process's seed (with --request-rate)")->needs(rate);
     auto* best = cmd->add_flag("--max-throughput", o->max_throughput,
                                "continuous batching at the concurrency that fits with the most output tokens/s/GPU");
