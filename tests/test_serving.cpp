@@ -672,6 +672,13 @@ TEST(Serving, TtftGrowsWithConcurrencyAndPromptLength) {
         EXPECT_GE(t, last) << "concurrency " << n;
         last = t;
     }
+    // On 2 pipeline stages a request's chunk is one micro-batch's: its first token is never
+    // sooner than its prompt alone through both stages (the static prefill of one request).
+    ParallelConfig two;
+    two.pp = 2;
+    s.batch = 1;
+    const double alone = prefill_cost({m, sys, s}, two).total_s();
+    for (const int64_t n : {2, 4, 8}) EXPECT_GE(serve_at({m, sys, s}, two, n).ttft_s, alone) << "pp 2, concurrency " << n;
     last = 0;
     for (const int64_t in : {128, 512, 2048, 8192, 32768}) {
         s.input_len = in;

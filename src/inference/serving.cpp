@@ -177,10 +177,15 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     const double e = tokens_per_decode_step(s);
     // A request's own steps to its first token carry a chunk each (queued ones too: a queue of
     // prompts is a full chunk every step); its decode steps see the rest.
-    const double first_s = f.to_first * chunk_step.total_s();
+    // A request's chunk is one micro-batch's (with pp stages, not spread over the mb in flight).
+    const double own_chunk_s =
+        mb > 1 && f.chunk_steps > 0
+            ? engine_step_cost(c, p, f.chunk_decode, f.chunk * mb, as_d(concurrency) / f.chunk_steps * mb, mb).total_s()
+            : chunk_step.total_s();
+    const double first_s = f.to_first * own_chunk_s;
     // (One output token: no decode phase; a decode step's time stands in.)
     r.tpot_s = role == ServeRole::prefill ? 0.0
-               : s.output_len > 1         ? (lifetime_s - first_s) / as_d(s.output_len - 1)
+               : s.output_len > 1         ? (lifetime_s - f.to_first * chunk_step.total_s()) / as_d(s.output_len - 1)
                                           : r.step_s / e;
     r.ttft_s = role == ServeRole::decode ? 0.0 : first_s + host;
     r.e2e_latency_s = lifetime_s + host;
