@@ -19,7 +19,7 @@ namespace {
 // Rows of one study measuring different things (latency, first token, throughput) are grouped
 // apart: the id's first word, then the metric when it is neither a step time nor a latency.
 std::string family(const ValidationCase& c) {
-    const std::string study = c.id.substr(0, c.id.find('-'));
+    const std::string study = c.group.empty() ? c.id.substr(0, c.id.find('-')) : c.group;
     return c.metric == "step_time_s" || c.metric == "e2e_latency_s" ? study : study + " " + c.metric;
 }
 std::string unit(const std::string& metric) { return metric.ends_with("_s") ? "s" : "tok/s/GPU"; }

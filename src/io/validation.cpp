@@ -12,6 +12,7 @@
 #include "io/scenario.hpp"
 #include "inference/inference.hpp"
 #include "inference/serving.hpp"
+#include "inference/serving_benchmark.hpp"
 #include "training/step.hpp"
 
 namespace sm {
@@ -100,15 +101,19 @@ bool lists(const std::string& semicolon_list, const std::string& item) {
 
 // What an inference row measured: the end-to-end latency of a static batch, the time to first
 // token, or output tokens/s per GPU of a static batch or (batch unpublished) of a serving run at
-// the best concurrency that fits.
-enum class InferMeasure { e2e, ttft, static_throughput, max_throughput };
+// the best concurrency that fits; or (a `concurrency` column) a serving benchmark's TTFT and TPOT
+// at a fixed client concurrency, each compared as a case of its own.
+enum class InferMeasure { e2e, ttft, static_throughput, max_throughput, fixed_concurrency };
 struct Measure {
     InferMeasure kind;
     const char* column;
     const char* metric;
 };
 
+bool fixed_concurrency(const CsvRow& row) { return !field(row, "concurrency").empty(); }
+
 Measure inference_measure(const CsvRow& row) {
+    if (fixed_concurrency(row)) return {InferMeasure::fixed_concurrency, "measured_tpot_s", "tpot_s"};
     if (field(row, "measured_e2e_latency_s").empty()) {
         if (!field(row, "measured_ttft_s").empty()) return {InferMeasure::ttft, "measured_ttft_s", "ttft_s"};
         if (!field(row, "measured_output_tokens_per_s").empty()) {
@@ -128,7 +133,10 @@ bool is_needed(const CsvRow& row, const std::string& column) {
         "zero",   "recompute", "gbs",  "precision", "batch", "input_len", "output_len"};
     if (column == "vp") return field(row, "pp") != "1";             // interleaving needs a pipeline
     // A serving row without its batch is compared at the best concurrency (infer --max-throughput).
-    if (column == "batch" && !is_training_row(row)) return inference_measure(row).kind != InferMeasure::max_throughput;
+    if (column == "batch" && !is_training_row(row))
+        return inference_measure(row).kind != InferMeasure::max_throughput && !fixed_concurrency(row);
+    if (fixed_concurrency(row) && (column == "concurrency" || column == "measured_ttft_s" || column == "serving_mode"))
+        return true;
     if (column == "ep" || column == "moe_experts" || column == "moe_top_k") return !field(row, "moe_experts").empty();
     if (column == (is_training_row(row) ? "measured_step_time_s" : inference_measure(row).column)) return true;
     for (const char* c : kInputs)
@@ -152,6 +160,17 @@ std::optional<std::string> unmodelled(const CsvRow& row, const std::vector<std::
         return "sliding-window attention (per the notes) without its window (the data-set context gives none)";
     if (notes.find("EP degree not stated") != std::string::npos && field(row, "tp") != "1")
         return "the expert-parallel degree is unpublished (per the notes)";
+    if (fixed_concurrency(row)) {
+        if (field(row, "serving_mode") == "disagg")
+            return "a disaggregated deployment (xPyD with per-role layouts and worker counts): not compared yet";
+        // Experts laid out unlike attention (TP attention with expert-parallel experts) has no
+        // ParallelConfig yet: only experts split as attention is (moe_tp = tp, moe_ep = attention_dp).
+        if (!field(row, "moe_experts").empty() && field(row, "moe_tp") != field(row, "tp"))
+            return "MoE layers laid out apart from attention (moe_tp " + printable(field(row, "moe_tp")) + " x moe_ep " +
+                   printable(field(row, "moe_ep")) + " against attention tp " + printable(field(row, "tp")) +
+                   "): not modelled yet";
+        return std::nullopt;
+    }
     if (!field(row, "throughput_scope").empty() && field(row, "throughput_scope") != "per_gpu")
         return "throughput_scope " + printable(field(row, "throughput_scope")) + ": only per_gpu throughput is compared";
     return std::nullopt;
@@ -214,6 +233,12 @@ Expected<Json> row_scenario(const CsvRow& row) {
         if (model.contains("moe")) par["ep"] = par["tp"];
         par["tp"] = 1;
     }
+    // A serving benchmark's attention data-parallel ranks are replicas of tp GPUs (blank: one);
+    // its experts split moe_ep ways across them.
+    if (fixed_concurrency(row)) {
+        copy(par, "dp", row, "attention_dp");
+        if (model.contains("moe")) copy(par, "ep", row, "moe_ep");
+    }
     doc["parallel"] = par;
     if (is_training_row(row)) {
         Json tr = Json::object();
@@ -223,6 +248,11 @@ Expected<Json> row_scenario(const CsvRow& row) {
     } else {
         Json inf = Json::object();
         for (const char* k : {"batch", "input_len", "output_len", "precision"}) copy(inf, k, row, k);
+        // The engine's scheduler, as each backend runs by default: SGLang prefills in steps of
+        // their own (its scheduler runs a waiting prefill batch before the next decode step
+        // unless --enable-mixed-chunk), TensorRT-LLM and vLLM V1 put prompt chunks beside the
+        // decodes (in-flight batching; V1's chunked prefill on by default).
+        if (fixed_concurrency(row) && field(row, "backend") == "sglang") inf["prefill_schedule"] = "separate";
         // NVFP4 (TensorRT-LLM): fp4 E2M1 values with a shared scale per 16; costed as fp4.
         if (field(row, "precision") == "nvfp4") inf["precision"] = "fp4";
         doc["inference"] = inf;
@@ -419,7 +449,38 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             c.metric = how.metric;
             c.layout = fmt::format("tp{} pp{} batch {} {} in/{} out", s->parallel.tp, s->parallel.pp, s->inference.batch,
                                    s->inference.input_len, s->inference.output_len);
-            if (how.kind == InferMeasure::max_throughput) {
+            if (how.kind == InferMeasure::fixed_concurrency) {
+                // The benchmark: `concurrency` clients in a closed loop over the replicas, 10
+                // requests each (aiperf / genai-perf sweeps' request count), means compared.
+                const double ttft_measured = std::strtod(field(row, "measured_ttft_s").c_str(), nullptr);
+                if (!(ttft_measured > 0) || !std::isfinite(ttft_measured)) {
+                    rep.skipped.push_back(shown_id + ": measured_ttft_s is not a positive finite number");
+                    return;
+                }
+                const int64_t clients = std::strtoll(field(row, "concurrency").c_str(), nullptr, 10);
+                if (clients < 1 || clients > (int64_t{1} << 20)) {
+                    rep.skipped.push_back(shown_id + ": concurrency is not a whole number from 1 to 1048576");
+                    return;
+                }
+                const int64_t slots = max_concurrency_that_fits(ic, s->parallel);
+                if (slots == 0) {
+                    rep.skipped.push_back(shown_id + ": not even one request fits in memory");
+                    return;
+                }
+                const BenchmarkResult b =
+                    run_benchmark(ic, s->parallel, slots, s->inference.prefill_schedule, clients, 0, 10 * clients, 1);
+                c.group = printable(id.substr(0, id.find('-')), 40) + " " + printable(field(row, "backend"), 20) + " " +
+                          printable(field(row, "serving_mode"), 20);
+                c.layout = fmt::format("tp{} pp{} dp{} ep{} concurrency {} {} in/{} out", s->parallel.tp, s->parallel.pp,
+                                       s->parallel.dp, s->parallel.ep, clients, s->inference.input_len, s->inference.output_len);
+                ValidationCase ttft = c;
+                ttft.metric = "ttft_s";
+                ttft.measured = ttft_measured;
+                ttft.predicted = b.ttft_s.mean;
+                ttft.error = (ttft.predicted - ttft.measured) / ttft.measured;
+                rep.cases.push_back(std::move(ttft));
+                c.predicted = b.tpot_s.mean;
+            } else if (how.kind == InferMeasure::max_throughput) {
                 const std::optional<ServingPoint> best = max_throughput(ic, s->parallel);
                 if (!best) {
                     rep.skipped.push_back(shown_id + ": not even one request fits in memory");

@@ -21,6 +21,9 @@ struct ValidationCase {
     double predicted = 0;
     double error = 0;  // (predicted - measured) / measured
     std::string layout;
+    // The group the row reports under instead of its id's first word (empty: that word); serving
+    // benchmarks group by source, backend and mode ("aic trtllm agg").
+    std::string group;
     // Regimes the error is reported by: the accelerator's generation, the math precision, and
     // the share of the predicted step (or latency) that is exposed communication.
     std::string family;
