@@ -119,6 +119,14 @@ InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64
 
 PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double decode_requests, double prefill, double started, double mb) {
     const InferenceSpec& s = c.inference;
+    if (s.cuda_graphs && prefill == 0 &&
+        (c.system.eff.host_layer_overhead_s > 0 || c.system.eff.host_collective_overhead_s > 0)) {
+        // A decode-only step replays a captured CUDA graph: nothing is dispatched from the host.
+        SystemSpec graphed = c.system;
+        graphed.eff.host_layer_overhead_s = 0;
+        graphed.eff.host_collective_overhead_s = 0;
+        return engine_step_cost({c.model, graphed, s}, p, decode_requests, prefill, started, mb);
+    }
     const double verify = as_d(s.speculative_tokens + 1);  // tokens each decoding request runs per step
     const LayerShape tokens = tokens_shape(p, s, (decode_requests * verify + prefill) / mb);
     LayerShape decode = decode_shape(p, s, as_d(s.input_len) + as_d(s.output_len) / 2.0);  // mean decode context
