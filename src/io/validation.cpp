@@ -253,6 +253,11 @@ Expected<Json> row_scenario(const CsvRow& row) {
         // unless --enable-mixed-chunk), TensorRT-LLM and vLLM V1 put prompt chunks beside the
         // decodes (in-flight batching; V1's chunked prefill on by default).
         if (fixed_concurrency(row) && field(row, "backend") == "sglang") inf["prefill_schedule"] = "separate";
+        // vLLM and SGLang allocate a request's cache blocks as its context grows (and preempt when
+        // the pool runs out) rather than reserving its whole I + O on admission as TensorRT-LLM's
+        // default GUARANTEED_NO_EVICT does.
+        if (fixed_concurrency(row) && (field(row, "backend") == "vllm" || field(row, "backend") == "sglang"))
+            inf["kv_reservation"] = "average";
         // NVFP4 (TensorRT-LLM): fp4 E2M1 values with a shared scale per 16; costed as fp4.
         if (field(row, "precision") == "nvfp4") inf["precision"] = "fp4";
         doc["inference"] = inf;
