@@ -221,6 +221,13 @@ done
     bad "--concurrency" infer "$base" --concurrency 0
     bad "--concurrency" infer "$base" --concurrency many
     bad "--concurrency" infer "$base" --concurrency 4 --max-throughput
+    bad "--request-rate" infer "$base" --request-rate -1
+    bad "--request-rate" infer "$base" --request-rate 0
+    bad "--request-rate" infer "$base" --request-rate nan
+    bad "--request-rate" infer "$base" --request-rate 2 --concurrency 4
+    bad "--seed" infer "$base" --seed 3
+    bad "inference.prefill_schedule" infer "$base" --concurrency 2 --set inference.prefill_schedule=eager
+    bad "inference.cuda_graph_max_batch" infer "$base" --concurrency 2 --set inference.cuda_graph_max_batch=-1
     bad "--sweep-batch" infer "$base" --max-throughput --sweep-batch 1:8:x2
     bad "inference.prefill_chunk_tokens" infer "$base" --concurrency 4 --set inference.prefill_chunk_tokens=0
     bad "inference.kv_block_tokens" infer "$base" --max-throughput --set inference.kv_block_tokens=-1
@@ -296,6 +303,14 @@ WANT='"window_cache": "sequence"' good infer "$ex/infer-llama2-70b-h100.json" --
 WANT="Sliding window 512 tokens on 50% of the layers" good infer "$ex/infer-llama2-70b-h100.json" --max-throughput \
     --set model.sliding_window=512 --set model.sliding_window_pattern=2
 bad "model.sliding_window" infer "$ex/infer-llama2-70b-h100.json" --set model.sliding_window=-5
+# The serving benchmark: a closed loop reports means and percentiles, the steady state beside
+# them; an open loop names its rate and seed.
+WANT='"ttft_s_p99"' good infer "$ex/infer-llama2-70b-h100.json" --concurrency 8 --format json
+WANT='"loop": "closed"' good infer "$ex/infer-llama2-70b-h100.json" --concurrency 8 --format json
+WANT='"steady_state"' good infer "$ex/infer-llama2-70b-h100.json" --concurrency 8 --format json
+WANT='"loop": "open"' good infer "$ex/infer-llama2-70b-h100.json" --request-rate 2 --seed 5 --format json
+WANT="Poisson arrivals at 2 requests/s (seed 5)" good infer "$ex/infer-llama2-70b-h100.json" --request-rate 2 --seed 5
+WANT="in steps of their own" good infer "$ex/infer-llama2-70b-h100.json" --concurrency 4 --set inference.prefill_schedule=separate
 good infer "$ex/infer-llama2-70b-h100.json" --format json
 figure ttft_s 1.1396
 figure tpot_s 0.022137

@@ -374,6 +374,7 @@ TEST(Scenario, EveryTrainingAndInferenceFieldIsReadAndBounded) {
                              {"output_len", {1, 1 << 24}},
                              {"framework_overhead_bytes", {0, 1e13}},
                              {"prefill_chunk_tokens", {1, 1 << 24}},
+                             {"cuda_graph_max_batch", {0, 1 << 20}},
                              {"kv_block_tokens", {1, 1 << 16}},
                              {"kv_cache_memory_fraction", {0.01, 1}},
                              {"speculative_tokens", {0, 64}},

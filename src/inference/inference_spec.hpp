@@ -44,11 +44,13 @@ struct InferenceSpec {
     KvReservation kv_reservation = KvReservation::full;
     // The serving benchmark's scheduler (`infer --concurrency`, `--request-rate`).
     PrefillSchedule prefill_schedule = PrefillSchedule::mixed;
-    // Continuous batching's decode-only steps replay captured CUDA graphs, so the host's
-    // per-layer and per-collective dispatch (system efficiency host_*_overhead_s, an eager
-    // framework's) is not paid on them; steps carrying prompt chunks run eagerly. TensorRT-LLM's
-    // PyTorch backend (cuda_graph_config), vLLM V1 and SGLang capture decode batches by default.
-    bool cuda_graphs = true;
+    // Continuous batching's decode-only steps of at most this many requests (per micro-batch)
+    // replay captured CUDA graphs, so the host's per-layer and per-collective dispatch (system
+    // efficiency host_*_overhead_s, an eager framework's) is not paid on them; larger decode
+    // batches and steps carrying prompt chunks run eagerly. 128: the largest size of TensorRT-
+    // LLM's generated CUDA-graph batch list without padding (llm_args.py, CudaGraphConfig:
+    // 1-31, 32, 64, 128); vLLM captures up to min(2 max_num_seqs, 512). 0: no graphs.
+    int64_t cuda_graph_max_batch = 128;
     // What a sliding-window layer's cache holds per request (model.sliding_window): `window`, its
     // last window of tokens (a cyclic or trimmed cache: vLLM's sliding-window manager, TensorRT-LLM
     // before 1.1); `sequence`, blocks for the whole sequence (TensorRT-LLM from PR #6768, Aug 2025:

@@ -119,7 +119,7 @@ InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64
 
 PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double decode_requests, double prefill, double started, double mb) {
     const InferenceSpec& s = c.inference;
-    if (s.cuda_graphs && prefill == 0 &&
+    if (prefill == 0 && decode_requests / mb <= as_d(s.cuda_graph_max_batch) &&
         (c.system.eff.host_layer_overhead_s > 0 || c.system.eff.host_collective_overhead_s > 0)) {
         // A decode-only step replays a captured CUDA graph: nothing is dispatched from the host.
         SystemSpec graphed = c.system;

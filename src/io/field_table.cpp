@@ -74,6 +74,8 @@ constexpr std::array kInference{
        "per GPU: CUDA context, runtime buffers"},
     IF{"prefill_chunk_tokens", nullptr, &InferenceSpec::prefill_chunk_tokens, 1, 16777216, "tokens",
        "most prompt tokens one engine step takes (chunked prefill)"},
+    IF{"cuda_graph_max_batch", nullptr, &InferenceSpec::cuda_graph_max_batch, 0, 1048576, "requests",
+       "decode-only steps of at most this many requests replay a CUDA graph: no host dispatch (0: none)"},
     IF{"kv_block_tokens", nullptr, &InferenceSpec::kv_block_tokens, 1, 65536, "tokens", "tokens per paged KV-cache block"},
     IF{"kv_cache_memory_fraction", &InferenceSpec::kv_cache_memory_fraction, nullptr, 0.01, 1.0, "1",
        "of the memory left after weights and runtime, the share the KV cache takes"},
@@ -319,7 +321,7 @@ std::string system_schema_markdown() {
     o += "\nIts `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
          "SPEC.md):\n\n";
     o += spec_table(kTraining, "training");
-    o += "\nIts `inference` section (besides the precisions, `kv_reservation`, `prefill_schedule`, `cuda_graphs` and `window_cache`):\n\n";
+    o += "\nIts `inference` section (besides the precisions, `kv_reservation`, `prefill_schedule` and `window_cache`):\n\n";
     o += spec_table(kInference, "inference");
     return o;
 }

@@ -591,7 +591,6 @@ InferenceSpec read_inference(ObjectReader r) {
     const bool low_bit = bytes_per_element(s.precision) <= 1.0;
     s.kv_precision = read_precision(r, "kv_precision", low_bit ? Precision::fp8 : activation_precision(s.precision));
     s.kv_reservation = r.choice("kv_reservation", "full", {"full", "average"}) == "average" ? KvReservation::average : KvReservation::full;
-    s.cuda_graphs = r.boolean("cuda_graphs", true);
     s.prefill_schedule =
         r.choice("prefill_schedule", "mixed", {"mixed", "separate"}) == "separate" ? PrefillSchedule::separate : PrefillSchedule::mixed;
     s.window_cache = r.choice("window_cache", "window", {"window", "sequence"}) == "sequence" ? WindowCache::sequence : WindowCache::window;

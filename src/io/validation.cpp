@@ -258,6 +258,8 @@ Expected<Json> row_scenario(const CsvRow& row) {
         // default GUARANTEED_NO_EVICT does.
         if (fixed_concurrency(row) && (field(row, "backend") == "vllm" || field(row, "backend") == "sglang"))
             inf["kv_reservation"] = "average";
+        // vLLM captures decode batches up to min(2 max_num_seqs, 512) (its CUDA-graph docs).
+        if (fixed_concurrency(row) && field(row, "backend") == "vllm") inf["cuda_graph_max_batch"] = 512;
         // NVFP4 (TensorRT-LLM): fp4 E2M1 values with a shared scale per 16; costed as fp4.
         if (field(row, "precision") == "nvfp4") inf["precision"] = "fp4";
         doc["inference"] = inf;
