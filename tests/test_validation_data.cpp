@@ -139,14 +139,14 @@ TEST(DatasetContextModels, RefusedLayoutIsSkippedWithTheMessage) {
 
 // Fixed-concurrency serving rows (serving_aic_public.csv, five of its rows with source and notes
 // cut): each compared row yields a TTFT and a TPOT case grouped by source, backend and mode; a
-// disaggregated row without its per-role layout and a TP-attention + EP-expert row are skipped
-// with their reasons; the backends' schedulers and cache reservation come from the row.
+// disaggregated row without its per-role layout and an attention-DP row whose experts span
+// tp x attention_dp are skipped with their reasons; the backends' schedulers and cache reservation come from the row.
 const char* const kAicRows = R"csv(id,source,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,system,tp,pp,batch,input_len,output_len,precision,measured_e2e_latency_s,measured_ttft_s,measured_tpot_s,measured_output_tokens_per_s,throughput_scope,unpublished_fields,notes,serving_mode,backend,backend_version,concurrency,gpus,attention_dp,moe_tp,moe_ep,per_rank_batch,prefill_workers,prefill_tp,prefill_pp,prefill_attention_dp,prefill_moe_tp,prefill_moe_ep,prefill_batch,decode_workers,decode_tp,decode_pp,decode_attention_dp,decode_moe_tp,decode_moe_ep,decode_batch,gemm_quant,moe_quant,moe_experts,moe_top_k,head_dim,measured_date,layout_flags
 aic-meta_llama_llama_3_1_8b_instruct_meta_llama_llama_3_1_8b_instruct_h100_sxm_trtllm_agg_1024x128_c128_tp1_epnone_37,,Llama-3.1-8B,32,4096,32,8,14336,swiglu,128256,dgx-h100,1,1,,1024,128,bf16,,0.532705,0.0316621,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s,,agg,trtllm,1.0.0rc3,128,1,,1,1,128,,,,,,,,,,,,,,,,,,,,,"precision blank in source: gemm/moe quant blank = AIC default for the checkpoint (BF16 weights), read as bf16"
 aic-meta_llama_llama_3_1_8b_instruct_meta_llama_llama_3_1_8b_instruct_h200_sxm_sglang_agg_1000x1000_c352_tp1_epnone_9,,Llama-3.1-8B,32,4096,32,8,14336,swiglu,128256,dgx-h200,1,1,,1000,1000,fp8,,0.9386,0.03655,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s,,agg,sglang,0.5.6.post2,352,1,,1,1,352,,,,,,,,,,,,,,,fp8_block,fp8_block,,,,,
 aic-2026_04_06_llama_3_1_70b_h100_sxm_vllm_fp8_agg_1024x1024_c8_tp2_ep1_630,,Llama-3.1-70B,80,8192,64,8,28672,swiglu,128256,dgx-h100,2,1,,1024,1024,fp8,,0.15025,0.0182208,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s,,agg,vllm,,8,2,1,2,1,8,,,,,,,,,,,,,,,fp8,fp8,,,,2025-10-29,backend version blank in source
 aic-dsr1_b200_sglang_fp4_disagg_1024x1024_c512_cfg527,,DeepSeek-V3-671B,61,7168,128,128,18432,swiglu,129280,dgx-b200,,,,1024,1024,nvfp4,,7.8165,0.0244888,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s;tp;pp,,disagg,sglang,0.5.8.post1,512,12,,,,,1,1,1,4,1,4,1,1,1,1,8,1,8,64,nvfp4,nvfp4,256,8,,2026-02-11,
-aic-2026_03_25_deepseek_r1_b200_sxm_sglang_fp4_agg_1024x1024_c128_tp4_0_ep4_0_291,,DeepSeek-R1-671B,61,7168,128,128,18432,swiglu,129280,dgx-b200,4,1,,1024,1024,nvfp4,,0.759947,0.0252887,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s,,agg,sglang,0.5.9,128,4,1,1,4,128,,,,,,,,,,,,,,,nvfp4,nvfp4,256,8,,2026-03-25,
+aic-2026_04_06_deepseek_r1_b200_sxm_trtllm_fp4_agg_1024x1024_c256_tp8_ep8_965,,DeepSeek-R1-671B,61,7168,128,128,18432,swiglu,129280,dgx-b200,1,1,,1024,1024,nvfp4,,0.791144,0.0239119,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s,,agg,trtllm,1.2.0rc6.post2,256,64,64,8,8,4,,,,,,,,,,,,,,,nvfp4,nvfp4,256,8,,2026-02-03,64 GPUs per instance exceed one 8-GPU NVLink domain of dgx-b200
 )csv";
 
 TEST(ServingRows, EachComparedRowGivesTtftAndTpotByBackendAndMode) {
@@ -169,7 +169,8 @@ TEST(ServingRows, EachComparedRowGivesTtftAndTpotByBackendAndMode) {
     }
     ASSERT_EQ(r.skipped.size(), 2U);
     EXPECT_NE(r.skipped[0].find("tp, pp unpublished"), std::string::npos) << r.skipped[0];
-    EXPECT_NE(r.skipped[1].find("MoE layers laid out apart from attention (moe_tp 1 x moe_ep 4 against attention tp 4)"),
+    EXPECT_NE(r.skipped[1].find("MoE layers laid out apart from attention (moe_tp 8 x moe_ep 8 against attention tp 1 x "
+                                "attention_dp 64)"),
               std::string::npos)
         << r.skipped[1];
 }

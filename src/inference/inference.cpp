@@ -20,6 +20,7 @@ LayerShape base_shape(const ParallelConfig& p, const InferenceSpec& s) {
     sh.batch = as_d(s.batch);
     sh.tp = p.tp;
     sh.ep = p.ep;
+    sh.etp = p.etp;
     // Sequence parallelism saves activation memory for backward; inference keeps the plain
     // all-reduce form of Megatron's TP.
     sh.sequence_parallel = false;
@@ -255,13 +256,14 @@ PassCost decode_sum(const InferContext& c, const ParallelConfig& p, int64_t firs
 double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
     // Matrices: exactly what the sharded op list multiplies by (KV projections replicate when
     // tp exceeds the KV heads; the router replicates). Vectors (norms, biases): replicated.
-    auto matrices = [&](LayerKind kind, int64_t tp, int64_t ep) {
+    auto matrices = [&](LayerKind kind, int64_t tp, int64_t ep, int64_t etp = 0) {
         LayerShape s;
         s.batch = 1;
         s.q_len = 1;
         s.kv_len = 1;
         s.tp = tp;
         s.ep = ep;
+        s.etp = etp;
         double w = 0;
         for (const Op& op : layer_ops(m, s, kind).ops)
             if (op.weight) w += op.gemm.k * op.gemm.n * op.gemm.batch;
@@ -271,7 +273,7 @@ double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
     double all_layers = 0;  // every block of the model, each kind at its sharded size
     for (const LayerKind k : layer_kinds(m)) {
         const double vectors = std::max(0.0, pc.layer[idx(k)].total - matrices(k, 1, 1));
-        all_layers += as_d(pc.layers[idx(k)]) * (matrices(k, p.tp, p.ep) + vectors);
+        all_layers += as_d(pc.layers[idx(k)]) * (matrices(k, p.tp, p.ep, p.etp) + vectors);
     }
     const double stage = all_layers / as_d(p.pp);  // a stage's share of the blocks
     const double tp = as_d(p.tp);

@@ -112,6 +112,15 @@ struct Measure {
 
 bool fixed_concurrency(const CsvRow& row) { return !field(row, "concurrency").empty(); }
 
+// TP attention with the experts spread over the same GPUs (moe_tp x moe_ep = tp, moe_tp < tp,
+// one attention-DP rank): parallel.etp = moe_tp, ep = moe_ep.
+bool experts_over_tp(const CsvRow& row) {
+    const std::string& adp = field(row, "attention_dp");
+    const long long tp = std::atoll(field(row, "tp").c_str()), etp = std::atoll(field(row, "moe_tp").c_str()),
+                    ep = std::atoll(field(row, "moe_ep").c_str());
+    return etp >= 1 && ep >= 1 && etp < tp && etp <= (1LL << 20) && ep <= (1LL << 20) && etp * ep == tp && (adp.empty() || adp == "1");
+}
+
 Measure inference_measure(const CsvRow& row) {
     if (fixed_concurrency(row)) return {InferMeasure::fixed_concurrency, "measured_tpot_s", "tpot_s"};
     if (field(row, "measured_e2e_latency_s").empty()) {
@@ -163,12 +172,14 @@ std::optional<std::string> unmodelled(const CsvRow& row, const std::vector<std::
     if (fixed_concurrency(row)) {
         if (field(row, "serving_mode") == "disagg")
             return "a disaggregated deployment (xPyD with per-role layouts and worker counts): not compared yet";
-        // Experts laid out unlike attention (TP attention with expert-parallel experts) has no
-        // ParallelConfig yet: only experts split as attention is (moe_tp = tp, moe_ep = attention_dp).
-        if (!field(row, "moe_experts").empty() && field(row, "moe_tp") != field(row, "tp"))
+        // Experts split as attention is (moe_tp = tp, moe_ep over the attention-DP ranks) or
+        // spread over attention's tensor-parallel GPUs (moe_tp x moe_ep = tp); experts over
+        // tp x attention_dp with attention data parallelism are not modelled.
+        if (!field(row, "moe_experts").empty() && field(row, "moe_tp") != field(row, "tp") && !experts_over_tp(row))
             return "MoE layers laid out apart from attention (moe_tp " + printable(field(row, "moe_tp")) + " x moe_ep " +
-                   printable(field(row, "moe_ep")) + " against attention tp " + printable(field(row, "tp")) +
-                   "): not modelled yet";
+                   printable(field(row, "moe_ep")) + " against attention tp " + printable(field(row, "tp")) + " x attention_dp " +
+                   printable(field(row, "attention_dp").empty() ? "1" : field(row, "attention_dp")) +
+                   "): only moe_tp = tp, or moe_tp x moe_ep = tp without attention data parallelism, are modelled";
         return std::nullopt;
     }
     if (!field(row, "throughput_scope").empty() && field(row, "throughput_scope") != "per_gpu")
@@ -238,6 +249,7 @@ Expected<Json> row_scenario(const CsvRow& row) {
     if (fixed_concurrency(row)) {
         copy(par, "dp", row, "attention_dp");
         if (model.contains("moe")) copy(par, "ep", row, "moe_ep");
+        if (model.contains("moe") && experts_over_tp(row)) copy(par, "etp", row, "moe_tp");
     }
     doc["parallel"] = par;
     if (is_training_row(row)) {

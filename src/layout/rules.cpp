@@ -169,9 +169,20 @@ std::vector<InputError> check_layout(const ModelSpec& m, const SystemSpec& sys, 
     // prompt's sequence (context parallelism) is not modelled.
     if (p.cp != 1) broken(v, "parallel.cp", std::to_string(p.cp), "inference supports cp = 1 only");
     if (p.ep > 1 && !m.moe.enabled()) broken(v, "parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
-    if (p.etp != 0 && p.etp != p.tp)
-        broken(v, "parallel.etp", std::to_string(p.etp), fmt::format("inference keeps experts tensor-parallel: parallel.tp ({})", p.tp));
-    if (m.moe.enabled() && divides(v, p.ep, m.moe.experts, "parallel.ep", "model.moe.experts"))
+    // Experts split like the dense FFN (etp = tp) over ep of the dp replicas, or narrower over
+    // the tensor-parallel group itself, etp x ep = tp: attention tensor-parallel, experts
+    // expert-parallel on the same GPUs (TensorRT-LLM's and SGLang's moe_tp x moe_ep = tp).
+    const bool folded = p.etp != 0 && p.etp != p.tp;
+    if (folded) {
+        if (!m.moe.enabled())
+            broken(v, "parallel.etp", std::to_string(p.etp), "expert tensor parallelism needs model.moe");
+        else if (p.tp % p.etp != 0)
+            broken(v, "parallel.etp", std::to_string(p.etp), fmt::format("must divide parallel.tp ({})", p.tp));
+        else if (p.etp * p.ep != p.tp)
+            broken(v, "parallel.ep", std::to_string(p.ep),
+                   fmt::format("parallel.tp / parallel.etp ({}): the experts spread over the tensor-parallel GPUs", p.tp / p.etp));
+    }
+    if (m.moe.enabled() && divides(v, p.ep, m.moe.experts, "parallel.ep", "model.moe.experts") && !folded)
         divides(v, p.ep, p.dp, "parallel.ep", "parallel.dp");
     has_peak(v, sys, s.precision, "inference.precision");
     return v;

@@ -521,9 +521,11 @@ void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, 
     weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2, down);
 }
 
-// Experts whole on each GPU while the rest is tensor-parallel: Megatron-Core's MoE parallel
-// folding (expert_tensor_parallel_size 1), which needs sequence parallelism.
-bool folded_experts(const LayerShape& s) { return s.etp == 1 && s.tp > 1; }
+// Experts split narrower than the rest is tensor-parallel (etp < tp; whole at etp 1): in
+// training Megatron-Core's MoE parallel folding (expert_tensor_parallel_size 1), which needs
+// sequence parallelism; in inference experts spread over attention's tensor-parallel GPUs.
+int64_t expert_tp(const LayerShape& s) { return s.etp > 0 ? s.etp : s.tp; }
+bool folded_experts(const LayerShape& s) { return expert_tp(s) < s.tp; }
 
 void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind kind) {
     const double tp = static_cast<double>(s.tp);
@@ -545,9 +547,16 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const double topk = static_cast<double>(m.moe.top_k);
     const double ep = static_cast<double>(s.ep);
     const bool folded = folded_experts(s);
-    const double own = d.tokens_sp;
+    // Folded experts without sequence parallelism (inference's TP attention with the experts
+    // spread over the same tensor-parallel GPUs, etp x ep = tp: TensorRT-LLM's and SGLang's
+    // moe_tp x moe_ep inside attention's TP group): every rank holds all T tokens after
+    // attention's all-reduce, routes them all, and runs only the copies routed to its expert
+    // group (T / ep tokens' worth) on its etp-wide slice of each; the partial outputs join the
+    // block's all-reduce, so nothing is dispatched.
+    const bool replicated = folded && !s.sequence_parallel;
+    const double own = replicated ? d.tokens / ep : d.tokens_sp;
     const double gather = s.sequence_parallel && !folded ? tp : 1.0;
-    const double expert_width = static_cast<double>(m.moe.expert_ffn_hidden) / (folded ? 1.0 : tp);
+    const double expert_width = static_cast<double>(m.moe.expert_ffn_hidden) / static_cast<double>(expert_tp(s));
     // Token copies this GPU receives: the busiest expert-parallel rank's share; its experts run
     // on the tensor-parallel group's.
     const double routed = own * topk * (s.ep > 1 ? m.moe.load_imbalance : 1.0);
@@ -556,7 +565,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const bool shared = m.moe.shared_experts > 0;
 
     // The router and the shared experts read the same input; it is kept once.
-    weight_gemm(out, s, "moe_router", {own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
+    weight_gemm(out, s, "moe_router", {replicated ? d.tokens : own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
     const double a2a = routed * d.h * d.e, gathered = rows * d.h * d.e;
     // Megatron's shared-expert overlap runs dispatch and combine while the shared experts compute.
     const bool hidden = shared && s.shared_expert_overlap;
@@ -568,7 +577,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // (DeepSeek-V3: 2,048 wide, top 8) spend on this about a third of their GEMMs' time.
     const double copies = own * topk * d.h * d.e, token_rows = own * d.h * d.e;
     out.ops.push_back(elementwise_op("moe_permute", 2.0 * copies, 0.0, 1.0));
-    if (s.ep > 1) {
+    const bool dispatched = s.ep > 1 && !replicated;
+    if (dispatched) {
         out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
         out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
     }
@@ -579,7 +589,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     }
     // Copies from more than one source rank arrive grouped by source; more than one local
     // expert needs them regrouped by expert before the grouped GEMM and back again after it.
-    const bool regroup = (s.ep > 1 || gather > 1) && local_experts > 1;
+    const bool regroup = (dispatched || gather > 1) && local_experts > 1;
     if (regroup) out.ops.push_back(elementwise_op("moe_sort_chunks", 2.0 * gathered, 0.0, 1.0));
     // Decoding a few tokens touches only some experts, and a grouped GEMM reads the weights of
     // those alone: each of the expert-parallel group's own x ep tokens picks top_k of the experts,
@@ -595,7 +605,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_tp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, Pass::fwd, gathered, 1, false});
         out.comms.push_back({"moe_tp_all_gather_grad", Collective::all_gather, CommGroup::tp, Pass::bwd, gathered, 1, false});
     }
-    if (s.ep > 1) {
+    if (dispatched) {
         out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
         out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
     }
