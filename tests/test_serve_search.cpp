@@ -249,12 +249,22 @@ TEST(ServeSearch, LayoutsOfLlama70bOnEightGpus) {
 TEST(ServeSearch, ExpertParallelismDividesTheExperts) {
     // Mixtral's layout with 6 experts on 4 GPUs: ep must divide dp and the 6 experts.
     // tp 1: pp 1 (dp 4: ep 1, 2; not 4), pp 2 (dp 2: ep 1, 2), pp 4 (ep 1); tp 2: pp 1 (dp 2:
-    // ep 1, 2), pp 2 (ep 1); tp 4: ep 1 -> 9 layouts, none with ep 4.
+    // ep 1, 2), pp 2 (ep 1); tp 4: ep 1 -> 9 layouts split like the dense FFN. Spread over the
+    // tensor-parallel GPUs (etp x ep = tp): tp 2 pp 1 and tp 2 pp 2 with etp 1 ep 2, tp 4 with
+    // etp 2 ep 2 (etp 1 would need ep 4) -> 12, none with ep 4.
     ModelSpec m = testing::model_preset("mixtral-8x7b");
     m.moe.experts = 6;
     const std::vector<ParallelConfig> ls = serving_layouts({m, testing::system_preset("dgx-h100"), {}}, 4);
-    EXPECT_EQ(ls.size(), 9u);
-    for (const ParallelConfig& p : ls) EXPECT_NE(p.ep, 4);
+    EXPECT_EQ(ls.size(), 12u);
+    int folded = 0;
+    for (const ParallelConfig& p : ls) {
+        EXPECT_NE(p.ep, 4);
+        if (p.expert_tp() < p.tp) {
+            ++folded;
+            EXPECT_EQ(p.expert_tp() * p.ep, p.tp);
+        }
+    }
+    EXPECT_EQ(folded, 3);
 }
 
 }  // namespace

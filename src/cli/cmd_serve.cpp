@@ -26,6 +26,7 @@ Json hit_json(const SystemSpec& sys, const ServeHit& h) {
            {"pp", h.layout.pp},
            {"dp", h.layout.dp},
            {"ep", h.layout.ep},
+           {"etp", h.layout.expert_tp()},
            {"concurrency", p.concurrency},
            {"ttft_s", p.ttft_s},
            {"tpot_s", p.tpot_s},
@@ -55,14 +56,15 @@ std::string energy_cell(const SystemSpec& sys, double energy_per_request_j, int6
 
 std::string hits_csv(const Scenario& s, const ServeSearchResult& r) {
     std::string o = csv_line({"list", "tp", "pp", "dp", "ep", "concurrency", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu",
-                              "output_tokens_per_s_per_user", "energy_per_token_j"});
+                              "output_tokens_per_s_per_user", "energy_per_token_j", "etp"});
     auto rows = [&](const char* list, const std::vector<ServeHit>& hs) {
         for (const ServeHit& h : hs)
             o += csv_line({list, std::to_string(h.layout.tp), std::to_string(h.layout.pp), std::to_string(h.layout.dp),
                            std::to_string(h.layout.ep), std::to_string(h.point.concurrency), csv_number(h.point.ttft_s),
                            csv_number(h.point.tpot_s), csv_number(h.point.output_tokens_per_s_per_gpu),
                            csv_number(h.point.output_tokens_per_s_per_user),
-                           energy_cell(s.system, h.point.energy_per_request_j, s.inference.output_len)});
+                           energy_cell(s.system, h.point.energy_per_request_j, s.inference.output_len),
+                           std::to_string(h.layout.expert_tp())});
     };
     rows("best", r.best);
     rows("pareto", r.pareto);
@@ -93,7 +95,7 @@ std::string disagg_csv(const Scenario& s, const DisaggResult& d) {
     std::string o = csv_line({"prefill_instances", "prefill_tp", "prefill_pp", "prefill_dp", "prefill_ep", "prefill_concurrency",
                               "decode_instances", "decode_tp", "decode_pp", "decode_dp", "decode_ep", "decode_concurrency", "gpus_used",
                               "kv_transfer_s", "ttft_s", "tpot_s", "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
-                              "energy_per_token_j"});
+                              "energy_per_token_j", "prefill_etp", "decode_etp"});
     for (const DisaggHit& h : d.best) {
         const ParallelConfig &p = h.prefill.layout, &q = h.decode.layout;
         o += csv_line({std::to_string(h.prefill_instances), std::to_string(p.tp), std::to_string(p.pp), std::to_string(p.dp),
@@ -101,7 +103,8 @@ std::string disagg_csv(const Scenario& s, const DisaggResult& d) {
                        std::to_string(q.tp), std::to_string(q.pp), std::to_string(q.dp), std::to_string(q.ep),
                        std::to_string(h.decode.point.concurrency), std::to_string(h.gpus), csv_number(h.kv_transfer_s),
                        csv_number(h.ttft_s), csv_number(h.tpot_s), csv_number(h.output_tokens_per_s_per_gpu),
-                       csv_number(h.output_tokens_per_s_per_user), energy_cell(s.system, h.energy.total_j(), s.inference.output_len)});
+                       csv_number(h.output_tokens_per_s_per_user), energy_cell(s.system, h.energy.total_j(), s.inference.output_len),
+                       std::to_string(p.expert_tp()), std::to_string(q.expert_tp())});
     }
     return o;
 }
@@ -118,7 +121,10 @@ std::string disagg_text(const Scenario& s, const DisaggResult& d, const ServeSea
     if (d.best.empty()) return o + "  none: no pairing of pools meets the targets in memory\n";
     o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "prefill xP", "C", "decode yD", "C",
                      "GPUs", "KV move", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user", energy_header(s.system));
-    auto inst = [](int64_t n, const ParallelConfig& p) { return fmt::format("{}x tp{}pp{}dp{}", n, p.tp, p.pp, p.dp); };
+    auto inst = [](int64_t n, const ParallelConfig& p) {
+        return p.expert_tp() < p.tp ? fmt::format("{}x tp{}pp{}dp{}ep{}", n, p.tp, p.pp, p.dp, p.ep)
+                                    : fmt::format("{}x tp{}pp{}dp{}", n, p.tp, p.pp, p.dp);
+    };
     for (const DisaggHit& h : d.best)
         o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10.1f} {:>10.1f}{}\n", inst(h.prefill_instances, h.prefill.layout),
                          h.prefill.point.concurrency, inst(h.decode_instances, h.decode.layout), h.decode.point.concurrency, h.gpus,
@@ -137,11 +143,11 @@ std::string hits_text(const Scenario& s, int64_t gpus, const ServeTargets& t, co
                                 s.inference.output_len, target(t.ttft_s), target(t.tpot_s));
     o += fmt::format("{} layouts, {} steady states evaluated\n", r.layouts, r.points);
     auto table = [&](const std::vector<ServeHit>& hs) {
-        o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12} {:>12}{}\n", "tp", "pp", "dp", "ep", "C/repl",
-                         "TTFT", "TPOT", "tok/s/GPU", "tok/s/user", energy_header(s.system));
+        o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12} {:>12}{}\n", "tp", "pp", "dp", "ep", "etp",
+                         "C/repl", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user", energy_header(s.system));
         for (const ServeHit& h : hs)
-            o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12.1f} {:>12.1f}{}\n", h.layout.tp, h.layout.pp,
-                             h.layout.dp, h.layout.ep, h.point.concurrency, seconds(h.point.ttft_s), seconds(h.point.tpot_s),
+            o += fmt::format("  {:>3} {:>3} {:>3} {:>3} {:>3} {:>7} {:>12} {:>12} {:>12.1f} {:>12.1f}{}\n", h.layout.tp, h.layout.pp,
+                             h.layout.dp, h.layout.ep, h.layout.expert_tp(), h.point.concurrency, seconds(h.point.ttft_s), seconds(h.point.tpot_s),
                              h.point.output_tokens_per_s_per_gpu, h.point.output_tokens_per_s_per_user,
                              energy_column(s.system, h.point.energy_per_request_j, s.inference.output_len));
     };

@@ -42,14 +42,24 @@ std::vector<ParallelConfig> serving_layouts(const InferContext& c, int64_t gpus)
         if (tp > c.system.scale_up_domain) continue;
         for (const int64_t pp : divisors(gpus / tp)) {
             const int64_t dp = gpus / tp / pp;
-            for (const int64_t ep : m.moe.enabled() ? divisors(dp) : std::vector<int64_t>{1}) {
+            auto add = [&](int64_t ep, int64_t etp) {
                 ParallelConfig p;
                 p.tp = tp;
                 p.pp = pp;
                 p.dp = dp;
                 p.ep = ep;
+                p.etp = etp;
                 if (check_layout(m, c.system, c.inference, p).empty()) out.push_back(p);
+            };
+            if (!m.moe.enabled()) {
+                add(1, 0);
+                continue;
             }
+            // Experts split like the dense FFN over ep of the replicas, or spread over the
+            // tensor-parallel GPUs themselves (etp x ep = tp: TP attention with EP experts).
+            for (const int64_t ep : divisors(dp)) add(ep, 0);
+            for (const int64_t etp : divisors(tp))
+                if (etp < tp) add(tp / etp, etp);
         }
     }
     return out;
@@ -69,6 +79,7 @@ bool better(const ServeHit& a, const ServeHit& b, ServeObjective objective) {
     if (ra != rb) return ra < rb;
     if (a.layout.tp != b.layout.tp) return a.layout.tp < b.layout.tp;
     if (a.layout.ep != b.layout.ep) return a.layout.ep < b.layout.ep;
+    if (a.layout.expert_tp() != b.layout.expert_tp()) return a.layout.expert_tp() > b.layout.expert_tp();
     return a.point.concurrency < b.point.concurrency;
 }
 
