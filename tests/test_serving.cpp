@@ -688,5 +688,21 @@ TEST(Serving, TtftGrowsWithConcurrencyAndPromptLength) {
     }
 }
 
+
+// On 2 pipeline stages with 2 requests (the toy workload: a lifetime of 12 steps, K = 4 chunk
+// steps of 50 prompt tokens, 1 request decoding beside each): a request's first token waits for
+// its 2 chunk steps, each a micro-batch carrying its whole 50-token chunk (100 spread over the
+// 2 micro-batches) and finishing half its prompt (C / K x mb = 1 sample over the two).
+TEST(Serving, PipelinedChunkIsOneMicroBatchsByHand) {
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = system_preset("dgx-h100");
+    const InferenceSpec s = toy_serving_workload();
+    ParallelConfig two;
+    two.pp = 2;
+    const ServingPoint r = serve_at({m, sys, s}, two, 2);
+    ASSERT_EQ(r.micro_batches, 2);
+    EXPECT_DOUBLE_EQ(r.ttft_s, 2 * engine_step_cost({m, sys, s}, two, 1, 100, 1, 2).total_s());
+}
+
 }  // namespace
 }  // namespace sm

@@ -191,5 +191,76 @@ TEST(ServingBenchmark, TtftGrowsWithClients) {
     }
 }
 
+
+TEST(ServingBenchmark, LadderAndGridByHand) {
+    // 0, 1, 2, 4 below 8, then 8; 5 and 3 added, 12 clamped to 8 and 0 kept once.
+    EXPECT_EQ(step_ladder(8, {5, 3, 0, 12}), (std::vector<double>{0, 1, 2, 3, 4, 5, 8}));
+    // f = d^2 + 10 q^2 on d, q in {0, 1, 2, 4}: exact at grid points, bilinear between.
+    int calls = 0;
+    StepGrid g(
+        [&calls](double d, double q) {
+            ++calls;
+            return d * d + 10 * q * q;
+        },
+        {0, 1, 2, 4}, {0, 1, 2, 4});
+    EXPECT_DOUBLE_EQ(g(2, 4), 164.0);
+    EXPECT_DOUBLE_EQ(g(3, 2), (44.0 + 56.0) / 2);                    // f(2,2), f(4,2)
+    EXPECT_DOUBLE_EQ(g(3, 3), (44.0 + 164.0 + 56.0 + 176.0) / 4);    // the four corners
+    EXPECT_DOUBLE_EQ(g(1.5, 0.5), 0.25 * (1 + 11 + 4 + 14));         // f(1,0) 1, f(1,1) 11, f(2,0) 4, f(2,1) 14
+    EXPECT_DOUBLE_EQ(g(9, 9), 176.0);                                 // clamped to the last point
+    EXPECT_DOUBLE_EQ(g(0, 0), 0.0);                                   // an empty step costs nothing, uncosted
+    EXPECT_EQ(calls, 8);  // (2,4) (2,2) (4,2) (4,4) (1,0) (1,1) (2,0) (2,1); the rest cached or empty
+}
+
+InferenceSpec small_serving() {
+    InferenceSpec s;
+    s.input_len = 512;
+    s.output_len = 32;
+    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    return s;
+}
+
+TEST(ServingBenchmark, ClientsDealtToReplicasAsEvenlyAsTheyGo) {
+    // 3 clients on 2 replicas: one replica serves 2 clients (4 of the 6 requests), the other 1
+    // (2): 6 requests in all, each counted once.
+    const ModelSpec m = testing::model_preset("llama3-8b");
+    const SystemSpec sys = testing::system_preset("dgx-h100");
+    const InferenceSpec s = small_serving();
+    ParallelConfig two;
+    two.dp = 2;
+    const BenchmarkResult r = run_benchmark({m, sys, s}, two, 8, PrefillSchedule::mixed, 3, 0, 6, 1);
+    EXPECT_EQ(r.requests, 6);
+    EXPECT_NEAR(r.output_tokens_per_s * r.duration_s, 6.0 * 32, 1e-6);
+}
+
+TEST(ServingBenchmark, ARateIsSplitOverTheReplicas) {
+    // 2 requests/s over 2 replicas, each lightly loaded: 2,000 requests arrive over about
+    // 1,000 s (each replica's 1,000 at 1/s), so the deployment finishes about 2 a second.
+    const ModelSpec m = testing::model_preset("llama3-8b");
+    const SystemSpec sys = testing::system_preset("dgx-h100");
+    ParallelConfig two;
+    two.dp = 2;
+    const BenchmarkResult r = run_benchmark({m, sys, small_serving()}, two, 8, PrefillSchedule::mixed, 0, 2.0, 2000, 3);
+    EXPECT_EQ(r.requests, 2000);
+    EXPECT_NEAR(r.requests_per_s, 2.0, 0.15);
+}
+
+TEST(ServingBenchmark, OneOutputTokenAndOneRequest) {
+    const ModelSpec m = testing::model_preset("llama3-8b");
+    const SystemSpec sys = testing::system_preset("dgx-h100");
+    InferenceSpec s = small_serving();
+    s.output_len = 1;
+    // No token after the first: TPOT is no sample at all (0), never 0 / 0.
+    const BenchmarkResult one = run_benchmark({m, sys, s}, ParallelConfig{}, 8, PrefillSchedule::mixed, 2, 0, 4, 1);
+    EXPECT_EQ(one.tpot_s.mean, 0.0);
+    EXPECT_EQ(one.tpot_s.p99, 0.0);
+    EXPECT_GT(one.ttft_s.mean, 0.0);
+    // A lone request of an open loop arrives after 0: the run lasts from its send to its last
+    // token, its own end-to-end latency.
+    const BenchmarkResult lone = run_benchmark({m, sys, small_serving()}, ParallelConfig{}, 8, PrefillSchedule::mixed, 0, 0.5, 1, 2);
+    EXPECT_EQ(lone.requests, 1);
+    EXPECT_NEAR(lone.duration_s, lone.e2e_s.mean, 1e-12);
+}
+
 }  // namespace
 }  // namespace sm

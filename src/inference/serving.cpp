@@ -22,18 +22,18 @@ double as_d(int64_t x) { return static_cast<double>(x); }
 // tokens (a decode step is bound by reading the weights, a chunk by its FLOP), so the two kinds
 // are costed apart; the TTFT is the request's own chunk steps, not average ones.
 struct Flow {
-    double steps = 0;        // N, steps per request lifetime
-    double decode = 0;       // decoding requests per step: C (O - 1) / (E N), E tokens per decode step
-    double prefill = 0;      // prompt tokens per step, on average: C I / N
-    double started = 0;      // prompts completed (first tokens sampled) per step: C / N
+    double steps;            // N, steps per request lifetime
+    double decode;           // decoding requests per step: C (O - 1) / (E N), E tokens per decode step
+    double prefill;          // prompt tokens per step, on average: C I / N
+    double started;          // prompts completed (first tokens sampled) per step: C / N
     double chunk = 0;        // q, prompt tokens of a step that carries any: max(I / ceil(I / chunk), C I / N)
     double chunk_steps = 0;  // K = C I / q, the steps of a lifetime that carry prompt tokens (<= N)
     // Decoding requests in a chunk step. Outside the prefill-bound regime nothing queues, so a
     // step without prompt tokens decodes all C; the rest of the C (O - 1) / E request-steps of
     // decode fall on the K chunk steps: C (ds - N + K) / K (a lone request's chunk decodes none).
     double chunk_decode = 0;
-    double to_first = 0;     // steps from admission to the first token: N - (O - 1) / E
-    bool prefill_bound = false;
+    double to_first;         // steps from admission to the first token: N - (O - 1) / E
+    bool prefill_bound;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <stdexcept>
 
 namespace sm {
 
@@ -60,7 +61,11 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
     else
         for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
 
-    for (;;) {
+    // Every pass ends with an event (a prompt or a request finishing, an arrival, an admission):
+    // a few per request. More passes than that is a bug, not a long benchmark.
+    const int64_t passes = 16 * total + 64;
+    for (int64_t pass = 0;; ++pass) {
+        if (pass > passes) throw std::logic_error("serving benchmark: the engine stopped making progress");
         while (!future.empty() && arrives(future.front()) <= t) {
             waiting.push_back(future.front());
             future.pop_front();
@@ -155,72 +160,53 @@ Summary summarise(std::vector<std::pair<double, double>> vw) {
     return s;
 }
 
-namespace {
-
-// Ascending 0, 1, 2, 4, ... up to `top`, with `extra` values in [0, top] added.
-std::vector<double> ladder(int64_t top, std::initializer_list<int64_t> extra) {
+std::vector<double> step_ladder(int64_t top, std::initializer_list<int64_t> extra) {
     std::vector<double> v{0.0};
     for (int64_t x = 1; x < top; x *= 2) v.push_back(as_d(x));
     v.push_back(as_d(top));
-    for (const int64_t x : extra)
-        if (x > 0 && x < top) v.push_back(as_d(x));
+    for (const int64_t x : extra) v.push_back(as_d(std::clamp<int64_t>(x, 0, top)));
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;
 }
 
-// Step seconds of the engine at (decoding, prompt tokens): engine_step_cost at the grid's
-// points (costed when first needed), bilinear between them. The grid holds the prompt sizes a
-// fixed-length benchmark steps through exactly (the budget, one prompt, a prompt's last chunk),
-// so a lone prompt's step is its exact cost.
-class StepGrid {
-public:
-    StepGrid(const InferContext& c, const ParallelConfig& p, int64_t slots)
-        : c_(c), p_(p), mb_(as_d(std::min(p.pp, slots))),
-          d_(ladder(slots, {})),
-          q_(ladder(c.inference.prefill_chunk_tokens,
-                    {c.inference.input_len, c.inference.input_len % c.inference.prefill_chunk_tokens})),
-          s_(d_.size() * q_.size(), -1.0) {}
-    double operator()(double d, double q) {
-        const auto [d0, d1, u] = bracket(d_, d);
-        const auto [q0, q1, v] = bracket(q_, q);
-        return (1 - u) * ((1 - v) * at(d0, q0) + (v > 0 ? v * at(d0, q1) : 0.0)) +
-               (u > 0 ? u * ((1 - v) * at(d1, q0) + (v > 0 ? v * at(d1, q1) : 0.0)) : 0.0);
-    }
+StepGrid::StepGrid(std::function<double(double, double)> exact, std::vector<double> decoding, std::vector<double> prompt)
+    : exact_(std::move(exact)), d_(std::move(decoding)), q_(std::move(prompt)), s_(d_.size() * q_.size(), -1.0) {}
 
-private:
-    struct Bracket {
-        size_t lo, hi;
-        double u;
-    };
-    static Bracket bracket(const std::vector<double>& g, double x) {
-        x = std::clamp(x, g.front(), g.back());
-        const auto hi = static_cast<size_t>(std::lower_bound(g.begin(), g.end(), x) - g.begin());
-        if (g[hi] == x || hi == 0) return {hi, hi, 0.0};
-        return {hi - 1, hi, (x - g[hi - 1]) / (g[hi] - g[hi - 1])};
-    }
-    double at(size_t i, size_t j) {
-        double& s = s_[i * q_.size() + j];
-        if (s < 0) {
-            const double d = d_[i], q = q_[j];
-            // An empty step is never run; a step's prompts finish q / I of a prompt each.
-            s = d == 0 && q == 0 ? 0.0 : engine_step_cost(c_, p_, d, q, q / as_d(c_.inference.input_len), mb_).total_s();
-        }
-        return s;
-    }
-    const InferContext c_;
-    const ParallelConfig p_;
-    double mb_;
-    std::vector<double> d_, q_, s_;
-};
+double StepGrid::operator()(double d, double q) {
+    const auto [d0, d1, u] = bracket(d_, d);
+    const auto [q0, q1, v] = bracket(q_, q);
+    // A corner of weight 0 is never costed (the other side of an exact grid point).
+    auto row = [&](size_t i) { return (1 - v) * at(i, q0) + (v > 0 ? v * at(i, q1) : 0.0); };
+    return (1 - u) * row(d0) + (u > 0 ? u * row(d1) : 0.0);
+}
 
-}  // namespace
+StepGrid::Bracket StepGrid::bracket(const std::vector<double>& g, double x) {
+    x = std::clamp(x, g.front(), g.back());
+    const auto hi = static_cast<size_t>(std::lower_bound(g.begin(), g.end(), x) - g.begin());
+    if (g[hi] == x) return {hi, hi, 0.0};
+    return {hi - 1, hi, (x - g[hi - 1]) / (g[hi] - g[hi - 1])};  // hi > 0: x > g.front()
+}
+
+double StepGrid::at(size_t i, size_t j) {
+    double& s = s_[i * q_.size() + j];
+    // An empty step is never run.
+    if (s < 0) s = d_[i] == 0 && q_[j] == 0 ? 0.0 : exact_(d_[i], q_[j]);
+    return s;
+}
 
 BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, int64_t slots, PrefillSchedule schedule,
                               int64_t clients, double rate_per_s, int64_t requests, uint64_t seed) {
     const InferenceSpec& s = c.inference;
     slots = std::max<int64_t>(1, slots);
-    auto grid = std::make_shared<StepGrid>(c, p, slots);
+    // Steps costed at 0, 1, 2, 4, ... decoding requests up to the slots and at 0, 1, 2, 4, ...
+    // prompt tokens up to the budget with the sizes a fixed-length benchmark steps through
+    // exactly (one prompt, a prompt's last chunk), so a lone prompt's step is its exact cost; a
+    // step's prompts finish q / I of a prompt each.
+    const double mb = as_d(std::min(p.pp, slots)), in = as_d(s.input_len);
+    auto grid = std::make_shared<StepGrid>(
+        [&c, &p, mb, in](double d, double q) { return engine_step_cost(c, p, d, q, q / in, mb).total_s(); },
+        step_ladder(slots, {}), step_ladder(s.prefill_chunk_tokens, {s.input_len, s.input_len % s.prefill_chunk_tokens}));
     EngineModel e;
     e.slots = slots;
     e.chunk_tokens = s.prefill_chunk_tokens;

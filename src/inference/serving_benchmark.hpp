@@ -7,6 +7,7 @@
 // is costed at once, so the time taken grows with the number of requests, not of steps.
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "inference/serving.hpp"
@@ -53,6 +54,28 @@ struct Summary {
 // Mean and percentiles of weighted samples; a percentile interpolates linearly between order
 // statistics (numpy's default), each sample counted `weight` times.
 Summary summarise(std::vector<std::pair<double, double>> value_weight);
+
+// Ascending 0, 1, 2, 4, ... below `top`, then `top`, with `extra` values (clamped to [0, top])
+// added once each.
+std::vector<double> step_ladder(int64_t top, std::initializer_list<int64_t> extra);
+
+// Step seconds at (decoding requests, prompt tokens): `exact` at the grid's points, each costed
+// when first needed, bilinear between them (clamped to the grid's ends).
+class StepGrid {
+public:
+    StepGrid(std::function<double(double, double)> exact, std::vector<double> decoding, std::vector<double> prompt);
+    double operator()(double decoding, double prompt);
+
+private:
+    struct Bracket {
+        size_t lo, hi;
+        double u;  // weight of hi
+    };
+    static Bracket bracket(const std::vector<double>& g, double x);
+    double at(size_t i, size_t j);
+    std::function<double(double, double)> exact_;
+    std::vector<double> d_, q_, s_;
+};
 
 struct BenchmarkResult {
     Summary ttft_s, tpot_s, e2e_s;  // TPOT of a request: (e2e - TTFT) / (O - 1)
