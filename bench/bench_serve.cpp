@@ -1,9 +1,13 @@
 // serve-search end to end: Llama 3 70B on 8 H100s (fp8, 2,048 in / 512 out, TTFT 2 s, TPOT
 // 50 ms), every layout and the concurrencies worth trying, aggregated alone and with every
-// prefill/decode split (--disaggregated); the figures docs/PERFORMANCE.md quotes.
+// prefill/decode split (--disaggregated); DeepSeek-R1 (the deepseek-v3 preset's architecture) in
+// fp4 on 8 B200 and on a 72-GPU GB200 NVL72 (1,024 in / 1,024 out, TTFT 1 s, TPOT 30 ms), its
+// layouts including experts spread over attention's tensor-parallel GPUs; and the closed-loop
+// benchmark of `infer --concurrency 64` on the 8 H100s; the figures docs/PERFORMANCE.md quotes.
 #include <benchmark/benchmark.h>
 
 #include "io/scenario.hpp"
+#include "inference/serving_benchmark.hpp"
 #include "search/serve_search.hpp"
 
 namespace {
@@ -38,5 +42,41 @@ void BM_ServeSearchDisaggregatedLlama3_70b_8xH100(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_ServeSearchDisaggregatedLlama3_70b_8xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+sm::Scenario deepseek_r1_on(const char* system) {
+    auto doc = sm::parse_scenario_text(std::string(R"({"model": {"preset": "deepseek-v3"}, "system": {"preset": ")") + system +
+                                           R"("}, "inference": {"input_len": 1024, "output_len": 1024, "precision": "fp4"}})",
+                                       "bench");
+    return sm::build_scenario(doc.value(), sm::Purpose::infer).value();
+}
+
+// Aggregated (range 0) or with the disaggregated pairings too (range 1), on `gpus` of `system`.
+void deepseek_r1(benchmark::State& state, const char* system, int64_t gpus) {
+    const sm::Scenario s = deepseek_r1_on(system);
+    const sm::InferContext c{s.model, s.system, s.inference};
+    for (auto _ : state) {
+        const sm::ServeSearchResult r = sm::serve_search(c, gpus, {1.0, 0.03}, 10);
+        benchmark::DoNotOptimize(r.best.data());
+        if (state.range(0) == 1) {
+            const sm::DisaggResult d = sm::disaggregated_search(c, gpus, {1.0, 0.03}, 10);
+            benchmark::DoNotOptimize(d.best.data());
+        }
+    }
+}
+void BM_ServeSearchDeepSeekR1_8xB200(benchmark::State& state) { deepseek_r1(state, "dgx-b200", 8); }
+BENCHMARK(BM_ServeSearchDeepSeekR1_8xB200)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_ServeSearchDeepSeekR1_72xGB200(benchmark::State& state) { deepseek_r1(state, "gb200-nvl72", 72); }
+BENCHMARK(BM_ServeSearchDeepSeekR1_72xGB200)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// `infer --concurrency 64`: 640 requests through the engine, the step grid costed on demand.
+void BM_ClosedLoopBenchmarkLlama3_70b_8xH100(benchmark::State& state) {
+    const sm::Scenario s = llama3_70b_on_h100();
+    const sm::InferContext c{s.model, s.system, s.inference};
+    for (auto _ : state) {
+        const sm::BenchmarkResult b = sm::run_benchmark(c, s.parallel, 512, sm::PrefillSchedule::mixed, 64, 0, 640, 1);
+        benchmark::DoNotOptimize(b.ttft_s.mean);
+    }
+}
+BENCHMARK(BM_ClosedLoopBenchmarkLlama3_70b_8xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -168,11 +168,17 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
             };
             std::vector<int64_t> tries = concurrency_candidates(c, limit, role);
             tries.push_back(largest_on_prefix([&](int64_t n) { return ok(serve_at(c, p, n, role)); }, limit));
-            if (t.ttft_s > 0)
-                for (const ServeHit& partner : partners) {
-                    const double budget = t.ttft_s - kv_transfer_s(c, p, partner.layout, within);
+            if (t.ttft_s > 0) {
+                // The TTFT left after each partner's cache transfer; partners of one shape share
+                // a transfer time, so each distinct budget is bisected once.
+                std::vector<double> budgets;
+                budgets.reserve(partners.size());
+                for (const ServeHit& partner : partners) budgets.push_back(t.ttft_s - kv_transfer_s(c, p, partner.layout, within));
+                std::sort(budgets.begin(), budgets.end());
+                budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+                for (const double budget : budgets)
                     tries.push_back(largest_on_prefix([&](int64_t n) { return serve_at(c, p, n, role).ttft_s <= budget; }, limit));
-                }
+            }
             std::sort(tries.begin(), tries.end());
             tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
             for (const int64_t n : tries) {
