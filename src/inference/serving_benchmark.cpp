@@ -174,11 +174,10 @@ StepGrid::StepGrid(std::function<double(double, double)> exact, std::vector<doub
     : exact_(std::move(exact)), d_(std::move(decoding)), q_(std::move(prompt)), s_(d_.size() * q_.size(), -1.0) {}
 
 double StepGrid::operator()(double d, double q) {
-    const auto [d0, d1, u] = bracket(d_, d);
-    const auto [q0, q1, v] = bracket(q_, q);
+    const Bracket bd = bracket(d_, d), bq = bracket(q_, q);
     // A corner of weight 0 is never costed (the other side of an exact grid point).
-    auto row = [&](size_t i) { return (1 - v) * at(i, q0) + (v > 0 ? v * at(i, q1) : 0.0); };
-    return (1 - u) * row(d0) + (u > 0 ? u * row(d1) : 0.0);
+    auto row = [&](size_t i) { return (1 - bq.u) * at(i, bq.lo) + (bq.u > 0 ? bq.u * at(i, bq.hi) : 0.0); };
+    return (1 - bd.u) * row(bd.lo) + (bd.u > 0 ? bd.u * row(bd.hi) : 0.0);
 }
 
 StepGrid::Bracket StepGrid::bracket(const std::vector<double>& g, double x) {
