@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "inference/serving.hpp"
+#include "inference/serving_benchmark.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -155,23 +157,25 @@ TEST(FiniteRun, PromptsShareTheBudgetInOrderByHand) {
     EXPECT_NEAR(finite_run_s(c, p, 3, 3), cost(1, 65) + second + 9 * cost(3, 0) + cost(1, 0), 1e-12);
 }
 
-// The step-cost ladder by hand: costed at 1, 2 and 4 requests (no prompt: 10, 20, 60 s; a full
-// chunk: 30, 40, 100 s), linear between the counts and in the chunk's share, clamped at the ends.
-TEST(FiniteRun, StepCostLadderInterpolatesBetweenItsCounts) {
-    const StepCostLadder l{{1, 2, 4}, {{{10, 30}}, {{20, 40}}, {{60, 100}}}};
-    EXPECT_DOUBLE_EQ(l.at(1, 0), 10);
-    EXPECT_DOUBLE_EQ(l.at(2, 0), 20);
-    EXPECT_DOUBLE_EQ(l.at(4, 0), 60);
-    EXPECT_DOUBLE_EQ(l.at(1.5, 0), 15);
-    EXPECT_DOUBLE_EQ(l.at(3, 0), 40);
-    EXPECT_DOUBLE_EQ(l.at(3, 1), 70);
-    EXPECT_DOUBLE_EQ(l.at(3, 0.25), 47.5);
-    EXPECT_DOUBLE_EQ(l.at(0, 0.5), 20);   // no decoding request: costed as one
-    EXPECT_DOUBLE_EQ(l.at(9, 0), 60);     // past the last count: the last
-    const StepCostLadder one{{3}, {{{5, 7}}}};
-    EXPECT_DOUBLE_EQ(one.at(1, 0), 5);
-    EXPECT_DOUBLE_EQ(one.at(3, 0.5), 6);
-    EXPECT_DOUBLE_EQ(one.at(8, 1), 7);
+// A finite run's step grid by hand: costed at 1, 2 and 4 requests (no prompt: 10, 20, 60 s; a
+// full chunk of 8 tokens: 30, 40, 100 s), linear between the counts and in the chunk's share,
+// clamped at the ends (no decoding request is costed as one).
+TEST(FiniteRun, StepGridInterpolatesBetweenItsCounts) {
+    const std::map<std::pair<double, double>, double> at{{{1, 0}, 10}, {{2, 0}, 20}, {{4, 0}, 60},
+                                                         {{1, 8}, 30}, {{2, 8}, 40}, {{4, 8}, 100}};
+    StepGrid l([&](double d, double q) { return at.at({d, q}); }, {1, 2, 4}, {0, 8});
+    EXPECT_DOUBLE_EQ(l(1, 0), 10);
+    EXPECT_DOUBLE_EQ(l(4, 0), 60);
+    EXPECT_DOUBLE_EQ(l(1.5, 0), 15);
+    EXPECT_DOUBLE_EQ(l(3, 0), 40);
+    EXPECT_DOUBLE_EQ(l(3, 8), 70);
+    EXPECT_DOUBLE_EQ(l(3, 2), 47.5);
+    EXPECT_DOUBLE_EQ(l(0, 4), 20);  // no decoding request: costed as one
+    EXPECT_DOUBLE_EQ(l(9, 0), 60);  // past the last count: the last
+    StepGrid one([](double, double q) { return q > 0 ? 7.0 : 5.0; }, {3}, {0, 8});
+    EXPECT_DOUBLE_EQ(one(1, 0), 5);
+    EXPECT_DOUBLE_EQ(one(3, 4), 6);
+    EXPECT_DOUBLE_EQ(one(8, 8), 7);
 }
 
 // Many requests: the ramp-up and the tail fade and a finite run's rate nears the steady state's.

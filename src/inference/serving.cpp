@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <deque>
-#include <limits>
+#include <memory>
+
+#include "inference/serving_benchmark.hpp"
 
 namespace sm {
 
@@ -258,70 +259,31 @@ std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit
     return out;
 }
 
-double StepCostLadder::at(double decoding, double chunk_share) const {
-    const double x = std::clamp(decoding, requests.front(), requests.back());
-    // [lo, hi] brackets x: hi the first count at or above it (x at the first count: both it).
-    const auto hi = static_cast<size_t>(std::lower_bound(requests.begin(), requests.end(), x) - requests.begin());
-    const size_t lo = hi == 0 ? 0 : hi - 1;
-    const double u = requests[hi] > requests[lo] ? (x - requests[lo]) / (requests[hi] - requests[lo]) : 0.0;
-    auto mix = [&](size_t i) { return (1 - chunk_share) * step_s[i][0] + chunk_share * step_s[i][1]; };
-    return (1 - u) * mix(lo) + u * mix(hi);
-}
-
 double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t concurrency, int64_t requests) {
     const InferenceSpec& s = c.inference;
     const double mb = as_d(micro_batches(p, concurrency));
-    const double budget = as_d(s.prefill_chunk_tokens), in = as_d(s.input_len);
+    const double in = as_d(s.input_len);
     // Step seconds at d decoding requests and q prompt tokens: costed at d = 1, 2, 4, ...,
     // concurrency with no prompt and with a full chunk (finishing q / I prompts), linear between
     // (a step of prompts alone, at the run's start, is costed as one with a decoding request).
-    StepCostLadder ladder;
-    for (int64_t d = 1; d < concurrency; d *= 2) ladder.requests.push_back(as_d(d));
-    ladder.requests.push_back(as_d(concurrency));
-    for (const double d : ladder.requests)
-        ladder.step_s.push_back({engine_step_cost(c, p, d, 0, 0, mb).total_s(), engine_step_cost(c, p, d, budget, budget / in, mb).total_s()});
-    auto step_s = [&](double d, double q) { return ladder.at(d, q / budget); };
-    // Requests move through their prompt (first come, first served within the chunk budget), then
-    // decode for ceil((O - 1) / E) steps: in admission order, so they finish in it too, and a
-    // stretch of steps between two such events is costed at once.
-    const auto decode_steps = static_cast<int64_t>(std::ceil(as_d(s.output_len - 1) / tokens_per_decode_step(s)));
-    int64_t queued = requests, step = 0;
-    std::deque<double> prompts;     // admitted prompts' tokens left, the first partly done
-    std::deque<int64_t> finishing;  // the step at which each decoding request yields its last token
-    double pending = 0, t = 0;
-    while (queued > 0 || !prompts.empty() || !finishing.empty()) {
-        for (; queued > 0 && as_d(prompts.size() + finishing.size()) < as_d(concurrency); --queued) {
-            prompts.push_back(in);
-            pending += in;
-        }
-        const double d = as_d(finishing.size());
-        // Steps alike: every prompt token pending waits (none finishes) and no decode ends.
-        int64_t alike = pending == 0 ? std::numeric_limits<int64_t>::max()
-                        : pending > budget ? static_cast<int64_t>(std::ceil(prompts.front() / budget)) - 1
-                                           : 0;
-        if (!finishing.empty()) alike = std::min(alike, finishing.front() - step);
-        if (alike > 0) {
-            const double q = pending > 0 ? budget : 0.0;
-            t += as_d(alike) * step_s(d, q);
-            step += alike;
-            if (q > 0) prompts.front() -= as_d(alike) * q;
-            pending -= as_d(alike) * q;
-        } else {  // one step in which prompts finish (their first token)
-            double left = std::min(budget, pending);
-            t += step_s(d, left);
-            pending -= left;
-            ++step;
-            while (left > 0 && !prompts.empty()) {
-                const double take = std::min(left, prompts.front());
-                prompts.front() -= take;
-                left -= take;
-                if (prompts.front() > 0) break;
-                prompts.pop_front();
-                if (decode_steps > 0) finishing.push_back(step + decode_steps);
-            }
-        }
-        while (!finishing.empty() && finishing.front() <= step) finishing.pop_front();
-    }
+    std::vector<double> counts;
+    for (int64_t d = 1; d < concurrency; d *= 2) counts.push_back(as_d(d));
+    counts.push_back(as_d(concurrency));
+    auto grid = std::make_shared<StepGrid>(
+        [&](double d, double q) { return engine_step_cost(c, p, d, q, q / in, mb).total_s(); }, std::move(counts),
+        std::vector<double>{0.0, as_d(s.prefill_chunk_tokens)});
+    // The requests queued at once, run through the benchmark's engine (mixed chunked prefill,
+    // the host's time added apart below).
+    EngineModel e;
+    e.slots = concurrency;
+    e.chunk_tokens = s.prefill_chunk_tokens;
+    e.input_len = s.input_len;
+    e.output_len = s.output_len;
+    e.tokens_per_decode_step = tokens_per_decode_step(s);
+    e.step_s = [grid](double d, double q) { return (*grid)(d, q); };
+    double t = 0;
+    for (const RequestTimes& r : simulate_engine(e, {0, requests, std::vector<double>(static_cast<size_t>(requests), 0.0)}))
+        t = std::max(t, r.done_s);
     // The host's fixed cost keeps a slot busy besides the steps (as in the steady state's lifetime).
     return t + c.system.eff.host_request_overhead_s * as_d(requests) / as_d(concurrency);
 }

@@ -3,7 +3,6 @@
 // flight per replica, each engine step carrying one decode token of every request past its
 // prompt and a chunk of prompt tokens. Every step is one forward pass costed by
 // mixed_pass_cost (the same op catalogue and GEMM timing as `infer`).
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -79,18 +78,10 @@ int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p
 // The concurrencies worth evaluating up to `limit`: powers of two, the limit, and the two either
 // side of where prompts start to queue (beyond it throughput stops growing).
 std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit, ServeRole role = ServeRole::both);
-// Engine-step seconds costed at ascending counts of decoding requests (at least one), each with
-// no prompt tokens and with a full prompt chunk; between and across them, linear in both.
-struct StepCostLadder {
-    std::vector<double> requests;
-    std::vector<std::array<double, 2>> step_s;  // {no prompt, full chunk} at each count
-    // `decoding` requests (clamped to the ladder's ends) with `chunk_share` (0..1) of a chunk.
-    [[nodiscard]] double at(double decoding, double chunk_share) const;
-};
 // Seconds a replica holding at most `concurrency` requests takes to serve `requests` queued at
 // once: prompts admitted as slots free, chunked at prefill_chunk_tokens per step first come
-// first served, decode steps of every request past its prompt; each step costed as serve_at's
-// (interpolated between costed mixes), plus the host's per-request cost on each slot.
+// first served, decode steps of every request past its prompt (simulate_engine); each step costed
+// as serve_at's (interpolated between costed mixes), plus the host's per-request cost on each slot.
 double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t concurrency, int64_t requests);
 // The highest output tokens/s/GPU over the concurrencies that fit (the smallest such C on ties);
 // over a finite run of inference.num_requests when set (run_s); nullopt when not even one

@@ -51,6 +51,7 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
         future.push_back(sent++);
     };
     auto arrives = [&](int64_t id) { return out[static_cast<size_t>(id)].sent_s + e.host_s; };
+    auto has_slot = [&] { return as_d(prompts.size() + decoding.size()) < as_d(slots); };
     // A request's last token: its client sends the next (closed loop).
     auto finish = [&](int64_t id) {
         out[static_cast<size_t>(id)].done_s = t;
@@ -70,7 +71,7 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
             waiting.push_back(future.front());
             future.pop_front();
         }
-        while (!waiting.empty() && as_d(prompts.size() + decoding.size()) < as_d(slots)) {
+        while (!waiting.empty() && has_slot()) {
             prompts.push_back({waiting.front(), e.input_len});
             pending += e.input_len;
             waiting.pop_front();
@@ -90,12 +91,12 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
         // ends before the last of them, nobody arrives to a free slot before the last.
         int64_t alike = pending == 0 ? kNever : pending > budget ? (prompts.front().left - 1) / budget : 0;
         if (!prefill_only && !decoding.empty()) alike = std::min(alike, decoding.front().done_at - decoded);
-        if (!future.empty() && as_d(prompts.size() + decoding.size()) < as_d(slots))
+        if (!future.empty() && has_slot())
             alike = std::min(alike, steps_until(arrives(future.front()) - t, dt));
         const int64_t n = std::max<int64_t>(alike, 1);
         t += as_d(n) * dt;
         if (!prefill_only) decoded += n;
-        int64_t take = alike > 0 ? n * q : q;  // alike steps: a full chunk each, from the front prompt
+        int64_t take = n * q;  // n steps of q tokens (alike steps: full chunks of the front prompt)
         pending -= take;
         while (take > 0) {
             Prompt& front = prompts.front();
