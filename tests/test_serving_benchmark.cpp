@@ -262,5 +262,16 @@ TEST(ServingBenchmark, OneOutputTokenAndOneRequest) {
     EXPECT_NEAR(lone.duration_s, lone.e2e_s.mean, 1e-12);
 }
 
+
+TEST(ServingBenchmark, RequestsSentUnlessGiven) {
+    InferenceSpec s;
+    EXPECT_EQ(benchmark_requests(s, 3), 30);             // 10 per client
+    EXPECT_EQ(benchmark_requests(s, 1 << 20), 1 << 20);  // capped at num_requests' own bound
+    EXPECT_EQ(benchmark_requests(s, 0), 1000);           // at a rate
+    s.num_requests = 7;
+    EXPECT_EQ(benchmark_requests(s, 3), 7);
+    EXPECT_EQ(benchmark_requests(s, 0), 7);
+}
+
 }  // namespace
 }  // namespace sm

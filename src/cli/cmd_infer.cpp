@@ -53,12 +53,8 @@ int run_serving(const Io& io, const Scenario& s, const ServingAsk& ask, Format f
         b.clients = ask.concurrency * p.dp;
         b.request_rate_per_s = ask.request_rate;
         b.seed = ask.request_rate > 0 ? ask.seed : 0;
-        // Unless given: 10 per client (at most inference.num_requests' own bound), or 1,000 at a rate.
-        const int64_t requests = s.inference.num_requests > 0 ? s.inference.num_requests
-                                 : b.clients > 0              ? std::min<int64_t>(10 * b.clients, int64_t{1} << 20)
-                                                              : 1000;
         b.result = run_benchmark(c, p, std::max<int64_t>(limit, 1), s.inference.prefill_schedule, b.clients, ask.request_rate,
-                                 requests, ask.seed);
+                                 benchmark_requests(s.inference, b.clients), ask.seed);
         // An open loop's steady state: the requests in flight by Little's law, within the slots.
         int64_t in_flight = ask.concurrency;
         if (ask.request_rate > 0) {

@@ -195,6 +195,11 @@ double StepGrid::at(size_t i, size_t j) {
     return s;
 }
 
+int64_t benchmark_requests(const InferenceSpec& s, int64_t clients) {
+    if (s.num_requests > 0) return s.num_requests;
+    return clients > 0 ? std::min<int64_t>(10 * clients, int64_t{1} << 20) : 1000;
+}
+
 BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, int64_t slots, PrefillSchedule schedule,
                               int64_t clients, double rate_per_s, int64_t requests, uint64_t seed) {
     const InferenceSpec& s = c.inference;

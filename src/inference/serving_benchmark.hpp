@@ -86,6 +86,11 @@ struct BenchmarkResult {
     int64_t slots = 0;              // per replica
 };
 
+// Requests a benchmark sends: inference.num_requests when set, else 10 per client (the request
+// count of aiperf / genai-perf concurrency sweeps; at most 2^20, num_requests' own bound), or
+// 1,000 at a rate (clients 0).
+int64_t benchmark_requests(const InferenceSpec& s, int64_t clients);
+
 // The benchmark on a deployment of `p.dp` replicas of the engine model of `c` (step costs from
 // engine_step_cost, interpolated between costed mixes). Closed loop: `clients` in all, dealt to
 // the replicas as evenly as they go, `requests` in all (each client's share in turn). Open loop

@@ -84,6 +84,54 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
     return j;
 }
 
+namespace {
+
+// What the benchmark's clients measured (`infer --concurrency` / `--request-rate`), the steady
+// state at the same concurrency beside it.
+std::string benchmark_text(const Scenario& s, const ServingPoint& r, const BenchmarkReport& bench) {
+    const InferenceSpec& i = s.inference;
+    const BenchmarkResult& b = bench.result;
+    std::string o;
+    if (bench.clients > 0)
+        o += fmt::format("Benchmark: closed loop of {} clients ({} per replica), {} requests; {} slots per replica (largest "
+                         "concurrency that fits)\n",
+                         bench.clients, r.concurrency, b.requests, b.slots);
+    else
+        o += fmt::format("Benchmark: Poisson arrivals at {:g} requests/s (seed {}), {} requests; {} slots per replica\n",
+                         bench.request_rate_per_s, bench.seed, b.requests, b.slots);
+    o += fmt::format("Prompts: prefilled {}, at most {} tokens a step (inference.prefill_schedule {})\n",
+                     i.prefill_schedule == PrefillSchedule::mixed ? "in chunks beside the decodes" : "in steps of their own",
+                     i.prefill_chunk_tokens, to_string(i.prefill_schedule));
+    o += fmt::format("\n  {:<21}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99");
+    for (const auto& [name, x] : {std::pair{"time to first token", b.ttft_s}, std::pair{"time per out token", b.tpot_s},
+                                  std::pair{"end-to-end latency", b.e2e_s}})
+        o += fmt::format("  {:<21}{:>12}{:>12}{:>12}{:>12}\n", name, seconds(x.mean), seconds(x.p50), seconds(x.p90), seconds(x.p99));
+    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
+                     b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(r.gpus), seconds(b.duration_s));
+    o += fmt::format("\n  steady state at {} in flight per replica: TTFT {}, TPOT {}, {:.1f} output tokens/s{}\n", r.concurrency,
+                     seconds(r.ttft_s), seconds(r.tpot_s), r.output_tokens_per_s, r.prefill_bound ? " (prompts queue: prefill-bound)" : "");
+    return o;
+}
+
+// The steady state alone (`--max-throughput`).
+std::string steady_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits) {
+    std::string o;
+    o += fmt::format("Concurrency {} per replica{}   (largest that fits: {})\n", r.concurrency,
+                     mode == "max_throughput" ? ", the best for throughput" : "", max_concurrency_fits);
+    o += fmt::format("\n  time to first token  {:>12}{}\n", seconds(r.ttft_s), r.prefill_bound ? "   (prompts queue: prefill-bound)" : "");
+    o += fmt::format("  time per out token   {:>12}\n", seconds(r.tpot_s));
+    o += fmt::format("  end-to-end latency   {:>12}\n", seconds(r.e2e_latency_s));
+    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU, {:.1f} per user)\n", r.output_tokens_per_s,
+                     r.output_tokens_per_s_per_gpu, r.output_tokens_per_s_per_user);
+    if (r.run_s > 0)
+        o += fmt::format("    over a finite run of {} requests queued at once: {} until the last finishes (ramp-up and tail "
+                         "included; the latencies are the steady state's)\n",
+                         s.inference.num_requests, seconds(r.run_s));
+    return o;
+}
+
+}  // namespace
+
 std::string serve_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits,
                        const BenchmarkReport* bench) {
     const InferenceSpec& i = s.inference;
@@ -98,39 +146,7 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
         o += fmt::format("Sliding window {} tokens on {:.0f}% of the layers; their cache holds {}\n", s.model.sliding_window,
                          100.0 * windowed_layer_share(s.model),
                          i.window_cache == WindowCache::window ? "the window" : "the whole sequence (inference.window_cache)");
-    if (bench) {
-        const BenchmarkResult& b = bench->result;
-        if (bench->clients > 0)
-            o += fmt::format("Benchmark: closed loop of {} clients ({} per replica), {} requests; {} slots per replica (largest "
-                             "concurrency that fits)\n",
-                             bench->clients, r.concurrency, b.requests, b.slots);
-        else
-            o += fmt::format("Benchmark: Poisson arrivals at {:g} requests/s (seed {}), {} requests; {} slots per replica\n",
-                             bench->request_rate_per_s, bench->seed, b.requests, b.slots);
-        o += fmt::format("Prompts: prefilled {}, at most {} tokens a step (inference.prefill_schedule {})\n",
-                         i.prefill_schedule == PrefillSchedule::mixed ? "in chunks beside the decodes" : "in steps of their own",
-                         i.prefill_chunk_tokens, to_string(i.prefill_schedule));
-        o += fmt::format("\n  {:<21}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99");
-        for (const auto& [name, x] : {std::pair{"time to first token", b.ttft_s}, std::pair{"time per out token", b.tpot_s},
-                                      std::pair{"end-to-end latency", b.e2e_s}})
-            o += fmt::format("  {:<21}{:>12}{:>12}{:>12}{:>12}\n", name, seconds(x.mean), seconds(x.p50), seconds(x.p90), seconds(x.p99));
-        o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
-                         b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(r.gpus), seconds(b.duration_s));
-        o += fmt::format("\n  steady state at {} in flight per replica: TTFT {}, TPOT {}, {:.1f} output tokens/s{}\n", r.concurrency,
-                         seconds(r.ttft_s), seconds(r.tpot_s), r.output_tokens_per_s, r.prefill_bound ? " (prompts queue: prefill-bound)" : "");
-    } else {
-    o += fmt::format("Concurrency {} per replica{}   (largest that fits: {})\n", r.concurrency,
-                     mode == "max_throughput" ? ", the best for throughput" : "", max_concurrency_fits);
-    o += fmt::format("\n  time to first token  {:>12}{}\n", seconds(r.ttft_s), r.prefill_bound ? "   (prompts queue: prefill-bound)" : "");
-    o += fmt::format("  time per out token   {:>12}\n", seconds(r.tpot_s));
-    o += fmt::format("  end-to-end latency   {:>12}\n", seconds(r.e2e_latency_s));
-    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU, {:.1f} per user)\n", r.output_tokens_per_s,
-                     r.output_tokens_per_s_per_gpu, r.output_tokens_per_s_per_user);
-    if (r.run_s > 0)
-        o += fmt::format("    over a finite run of {} requests queued at once: {} until the last finishes (ramp-up and tail "
-                         "included; the latencies are the steady state's)\n",
-                         i.num_requests, seconds(r.run_s));
-    }
+    o += bench ? benchmark_text(s, r, *bench) : steady_text(s, r, mode, max_concurrency_fits);
     o += fmt::format("\n  each engine step: {:.1f} decode + {:.1f} prompt tokens over {} micro-batch(es); {:.1f} steps per request\n",
                      r.decode_tokens, r.prefill_tokens, r.micro_batches, r.steps_per_request);
     const InferMemory& m = r.memory;

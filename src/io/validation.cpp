@@ -469,8 +469,8 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
             c.layout = fmt::format("tp{} pp{} batch {} {} in/{} out", s->parallel.tp, s->parallel.pp, s->inference.batch,
                                    s->inference.input_len, s->inference.output_len);
             if (how.kind == InferMeasure::fixed_concurrency) {
-                // The benchmark: `concurrency` clients in a closed loop over the replicas, 10
-                // requests each (aiperf / genai-perf sweeps' request count), means compared.
+                // The benchmark: `concurrency` clients in a closed loop over the replicas
+                // (benchmark_requests: 10 requests each), means compared.
                 const double ttft_measured = std::strtod(field(row, "measured_ttft_s").c_str(), nullptr);
                 if (!(ttft_measured > 0) || !std::isfinite(ttft_measured)) {
                     rep.skipped.push_back(shown_id + ": measured_ttft_s is not a positive finite number");
@@ -487,7 +487,7 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
                     return;
                 }
                 const BenchmarkResult b =
-                    run_benchmark(ic, s->parallel, slots, s->inference.prefill_schedule, clients, 0, 10 * clients, 1);
+                    run_benchmark(ic, s->parallel, slots, s->inference.prefill_schedule, clients, 0, benchmark_requests(s->inference, clients), 1);
                 c.group = printable(id.substr(0, id.find('-')), 40) + " " + printable(field(row, "backend"), 20) + " " +
                           printable(field(row, "serving_mode"), 20);
                 c.layout = fmt::format("tp{} pp{} dp{} ep{} concurrency {} {} in/{} out", s->parallel.tp, s->parallel.pp,
