@@ -88,15 +88,23 @@ void pipeline_split(Violations& v, const ModelSpec& m, const ParallelConfig& p) 
            cut.problem);
 }
 
-// parallel.etp: tp (the default) or 1, Megatron-Core's MoE parallel folding, which keeps the
-// dense part tensor-parallel over sequence-parallel tokens and every expert whole.
-void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
-    if (p.etp == 0 || p.etp == p.tp) return;
+// parallel.etp other than tp (the default): experts split narrower than the rest is
+// tensor-parallel. Training (Megatron-Core's MoE parallel folding) keeps every expert whole,
+// etp 1, over sequence-parallel tokens; inference spreads the experts over attention's
+// tensor-parallel GPUs themselves, etp x ep = tp (TensorRT-LLM's and SGLang's moe_tp x moe_ep).
+void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p, bool training) {
+    if (p.expert_tp() == p.tp) return;
     const std::string got = std::to_string(p.etp);
     if (!m.moe.enabled()) return broken(v, "parallel.etp", got, "expert tensor parallelism needs model.moe");
-    if (p.etp != 1) return broken(v, "parallel.etp", got, fmt::format("1 (experts whole on each GPU) or parallel.tp ({})", p.tp));
-    if (!p.sequence_parallel)
-        broken(v, "parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
+    if (training) {
+        if (p.etp != 1) return broken(v, "parallel.etp", got, fmt::format("1 (experts whole on each GPU) or parallel.tp ({})", p.tp));
+        if (!p.sequence_parallel)
+            broken(v, "parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
+        return;
+    }
+    if (divides(v, p.etp, p.tp, "parallel.etp", "parallel.tp") && p.etp * p.ep != p.tp)
+        broken(v, "parallel.ep", std::to_string(p.ep),
+               fmt::format("parallel.tp / parallel.etp ({}): the experts spread over the tensor-parallel GPUs", p.tp / p.etp));
 }
 
 // A hybrid Mamba model trains without context parallelism (the scan would pass its state
@@ -133,7 +141,7 @@ std::vector<InputError> check_layout(const ModelSpec& m, const SystemSpec& sys, 
         broken(v, "training.global_batch", std::to_string(t.global_batch),
                fmt::format("must be a multiple of dp*microbatch ({})", p.dp * p.microbatch));
     if (p.ep > 1 && !m.moe.enabled()) broken(v, "parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
-    expert_tensor_parallel(v, m, p);
+    expert_tensor_parallel(v, m, p, true);
     if (m.moe.enabled() && divides(v, p.ep, m.moe.experts, "parallel.ep", "model.moe.experts")) {
         if (p.expert_tp() == p.tp)
             divides(v, p.ep, p.dp * p.cp, "parallel.ep", "dp*cp");
@@ -169,20 +177,9 @@ std::vector<InputError> check_layout(const ModelSpec& m, const SystemSpec& sys, 
     // prompt's sequence (context parallelism) is not modelled.
     if (p.cp != 1) broken(v, "parallel.cp", std::to_string(p.cp), "inference supports cp = 1 only");
     if (p.ep > 1 && !m.moe.enabled()) broken(v, "parallel.ep", std::to_string(p.ep), "expert parallelism needs model.moe");
-    // Experts split like the dense FFN (etp = tp) over ep of the dp replicas, or narrower over
-    // the tensor-parallel group itself, etp x ep = tp: attention tensor-parallel, experts
-    // expert-parallel on the same GPUs (TensorRT-LLM's and SGLang's moe_tp x moe_ep = tp).
-    const bool folded = p.etp != 0 && p.etp != p.tp;
-    if (folded) {
-        if (!m.moe.enabled())
-            broken(v, "parallel.etp", std::to_string(p.etp), "expert tensor parallelism needs model.moe");
-        else if (p.tp % p.etp != 0)
-            broken(v, "parallel.etp", std::to_string(p.etp), fmt::format("must divide parallel.tp ({})", p.tp));
-        else if (p.etp * p.ep != p.tp)
-            broken(v, "parallel.ep", std::to_string(p.ep),
-                   fmt::format("parallel.tp / parallel.etp ({}): the experts spread over the tensor-parallel GPUs", p.tp / p.etp));
-    }
-    if (m.moe.enabled() && divides(v, p.ep, m.moe.experts, "parallel.ep", "model.moe.experts") && !folded)
+    // Experts split like the dense FFN (etp = tp) go over ep of the dp replicas.
+    expert_tensor_parallel(v, m, p, false);
+    if (m.moe.enabled() && divides(v, p.ep, m.moe.experts, "parallel.ep", "model.moe.experts") && p.expert_tp() == p.tp)
         divides(v, p.ep, p.dp, "parallel.ep", "parallel.dp");
     has_peak(v, sys, s.precision, "inference.precision");
     return v;
