@@ -30,8 +30,10 @@ LayerShape base_shape(const ParallelConfig& p, const InferenceSpec& s) {
 }
 
 // Cost of one block's forward pass on one GPU. Inference has no backward pass to hide traffic
-// behind, so every forward collective is on the critical path.
-PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, const CommSpans& spans) {
+// behind, so every forward collective is on the critical path. `collective_host_s`: the host's
+// time per collective call (system efficiency, or 0 for a pass replayed from a CUDA graph).
+PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, const CommSpans& spans,
+                      double collective_host_s) {
     PassCost c;
     for (const Op& op : ops.ops) {
         const OpCost oc = cost_op(op, sys, ctx);
@@ -48,7 +50,7 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
         const CollectiveCost k = collective_cost(op.kind, op.bytes, g, sys);
         c.scale_up_bytes += k.scale_up_bytes * op.count;
         c.scale_out_bytes += k.scale_out_bytes * op.count;
-        const double t = (k.time_s + sys.eff.host_collective_overhead_s) * op.count;
+        const double t = (k.time_s + collective_host_s) * op.count;
         if (op.group == CommGroup::ep)
             c.ep_comm_s += t;
         else
@@ -75,33 +77,38 @@ LayerOps block_ops(const ModelSpec& m, const LayerShape& layer, LayerKind k, std
 
 // The whole model once: every layer of every stage (stages run in turn), the embedding, the
 // head on `head` (the positions whose logits are needed), and the hops between stages.
+// `graphed`: the pass replays a captured CUDA graph, so the host dispatches nothing (no per-layer
+// or per-collective host time).
 PassCost forward_pass(const InferContext& c, const ParallelConfig& p, const LayerShape& layer, const LayerShape& head,
-                      std::span<const LayerShape> cores = {}) {
+                      std::span<const LayerShape> cores = {}, bool graphed = false) {
     const ModelSpec& m = c.model;
     const SystemSpec& sys = c.system;
     const CostContext ctx = inference_cost_context(c.inference);
     const CommSpans spans = place_groups(p, sys);
     const double layers = as_d(m.layers);
+    const double layer_host_s = graphed ? 0.0 : sys.eff.host_layer_overhead_s;
+    const double collective_host_s = graphed ? 0.0 : sys.eff.host_collective_overhead_s;
 
     PassCost total;
     for (const LayerKind k : layer_kinds(m))
-        total += cost_forward(block_ops(m, layer, k, cores), sys, ctx, spans).scaled(as_d(count_layers(m, k, 0, m.layers)));
-    total += cost_forward(embedding_ops(m, layer), sys, ctx, spans);
-    total += cost_forward(head_ops(m, head, false), sys, ctx, spans);
+        total += cost_forward(block_ops(m, layer, k, cores), sys, ctx, spans, collective_host_s)
+                     .scaled(as_d(count_layers(m, k, 0, m.layers)));
+    total += cost_forward(embedding_ops(m, layer), sys, ctx, spans, collective_host_s);
+    total += cost_forward(head_ops(m, head, false), sys, ctx, spans, collective_host_s);
     const GroupSpan& tp = spans.span[idx(CommGroup::tp)];
     if (tp.size > 1) {
         // Sampling needs the whole vocabulary row: the vocabulary-parallel logits are gathered.
         const double logits = head.batch * head.q_len * as_d(m.vocab) * head.act_bytes;
         const CollectiveCost k = collective_cost(Collective::all_gather, logits, tp, sys);
-        total.tp_comm_s += k.time_s + sys.eff.host_collective_overhead_s;
+        total.tp_comm_s += k.time_s + collective_host_s;
         total.scale_up_bytes += k.scale_up_bytes;
         total.scale_out_bytes += k.scale_out_bytes;
     }
-    total.host_s += layers * sys.eff.host_layer_overhead_s;
+    total.host_s += layers * layer_host_s;
     // Each stage hands its output activation to the next: pp-1 hops for one batch.
     const double bytes = layer.batch * layer.q_len * as_d(m.hidden) * layer.act_bytes;
     const CollectiveCost k = collective_cost(Collective::p2p, bytes, spans.span[idx(CommGroup::pp)], sys);
-    const double hop = k.time_s + sys.eff.host_collective_overhead_s;
+    const double hop = k.time_s + collective_host_s;
     total.pp_comm_s += (as_d(p.pp) - 1.0) * hop;
     total.scale_up_bytes += (as_d(p.pp) - 1.0) * k.scale_up_bytes;
     total.scale_out_bytes += (as_d(p.pp) - 1.0) * k.scale_out_bytes;
@@ -239,12 +246,12 @@ PassCost decode_step_cost(const InferContext& c, const ParallelConfig& p, double
 }
 
 PassCost mixed_pass_cost(const InferContext& c, const ParallelConfig& p, const LayerShape& tokens,
-                         std::span<const LayerShape> cores, double sampled) {
+                         std::span<const LayerShape> cores, double sampled, bool graphed) {
     LayerShape head = tokens;
     head.batch = sampled;
     head.q_len = 1;
     head.kv_len = 1;
-    return forward_pass(c, p, tokens, head, cores);
+    return forward_pass(c, p, tokens, head, cores, graphed);
 }
 
 PassCost decode_sum(const InferContext& c, const ParallelConfig& p, int64_t first, int64_t last) {

@@ -81,8 +81,9 @@ PassCost decode_step_cost(const InferContext& c, const ParallelConfig& p, double
 // A forward pass whose blocks run the token-linear ops of `tokens` (every sequence's new tokens
 // side by side) and the attention cores of `cores` (groups at their own query and context
 // lengths), with the logits of `sampled` positions: one engine step of continuous batching.
+// `graphed`: replayed from a captured CUDA graph, with no host dispatch per layer or collective.
 PassCost mixed_pass_cost(const InferContext& c, const ParallelConfig& p, const LayerShape& tokens,
-                         std::span<const LayerShape> cores, double sampled);
+                         std::span<const LayerShape> cores, double sampled, bool graphed = false);
 // Activation working set of one forward pass of `layer`: the residual stream beside the largest
 // kernel's inputs and outputs (or the sampled logits).
 double activation_bytes(const InferContext& c, const ParallelConfig& p, const LayerShape& layer);

@@ -120,14 +120,9 @@ InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64
 
 PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double decode_requests, double prefill, double started, double mb) {
     const InferenceSpec& s = c.inference;
-    if (prefill == 0 && decode_requests / mb <= as_d(s.cuda_graph_max_batch) &&
-        (c.system.eff.host_layer_overhead_s > 0 || c.system.eff.host_collective_overhead_s > 0)) {
-        // A decode-only step replays a captured CUDA graph: nothing is dispatched from the host.
-        SystemSpec graphed = c.system;
-        graphed.eff.host_layer_overhead_s = 0;
-        graphed.eff.host_collective_overhead_s = 0;
-        return engine_step_cost({c.model, graphed, s}, p, decode_requests, prefill, started, mb);
-    }
+    // A decode-only step within the captured batch sizes replays a CUDA graph: nothing is
+    // dispatched from the host.
+    const bool graphed = prefill == 0 && decode_requests / mb <= as_d(s.cuda_graph_max_batch);
     const double verify = as_d(s.speculative_tokens + 1);  // tokens each decoding request runs per step
     const LayerShape tokens = tokens_shape(p, s, (decode_requests * verify + prefill) / mb);
     LayerShape decode = decode_shape(p, s, as_d(s.input_len) + as_d(s.output_len) / 2.0);  // mean decode context
@@ -139,7 +134,7 @@ PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double
     prompt.causal_fraction = c.model.causal ? 0.5 : 1.0;
     const std::array<LayerShape, 2> cores{decode, prompt};
     // The head samples each decoding request's tokens and each finished prompt's first token.
-    PassCost step = mixed_pass_cost(c, p, tokens, cores, (decode_requests * verify + started) / mb);
+    PassCost step = mixed_pass_cost(c, p, tokens, cores, (decode_requests * verify + started) / mb, graphed);
     if (s.speculative_tokens > 0 && decode_requests > 0) {
         // Drafting: k MTP passes one after another, each one block and the head over the
         // decoding requests.
@@ -152,7 +147,8 @@ PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double
         LayerShape draft = decode;
         draft.q_len = 1;
         const std::array<LayerShape, 1> draft_core{draft};
-        step += mixed_pass_cost({mtp, c.system, s}, one, tokens_shape(one, s, decode_requests / mb), draft_core, decode_requests / mb)
+        step += mixed_pass_cost({mtp, c.system, s}, one, tokens_shape(one, s, decode_requests / mb), draft_core, decode_requests / mb,
+                                graphed)
                     .scaled(as_d(s.speculative_tokens));
     }
     return step;
