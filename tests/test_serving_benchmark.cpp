@@ -24,6 +24,32 @@ EngineModel toy_engine(int64_t slots) {
     return e;
 }
 
+// Each request's first-token and last-token times, in the order sent.
+void expect_times(const std::vector<RequestTimes>& r, const std::vector<std::pair<double, double>>& first_done) {
+    ASSERT_EQ(r.size(), first_done.size());
+    for (size_t i = 0; i < r.size(); ++i) {
+        EXPECT_DOUBLE_EQ(r[i].first_token_s, first_done[i].first) << "request " << i;
+        EXPECT_DOUBLE_EQ(r[i].done_s, first_done[i].second) << "request " << i;
+    }
+}
+
+// The model's cases: Llama 3 8B on one H100 in bf16, `in` prompt and `out` output tokens.
+const ModelSpec& llama8b() {
+    static const ModelSpec m = testing::model_preset("llama3-8b");
+    return m;
+}
+const SystemSpec& h100() {
+    static const SystemSpec s = testing::system_preset("dgx-h100");
+    return s;
+}
+InferenceSpec bf16_workload(int64_t in, int64_t out) {
+    InferenceSpec s;
+    s.input_len = in;
+    s.output_len = out;
+    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    return s;
+}
+
 TEST(ServingBenchmark, ClosedLoopFirstWaveAndRefillByHand) {
     // Two clients, three requests. t = 0: both prompts arrive; the budget takes one a step.
     //   step 1: req 0's prompt (q 100, d 0): 2 s -> t 2, its first token.
@@ -32,25 +58,15 @@ TEST(ServingBenchmark, ClosedLoopFirstWaveAndRefillByHand) {
     //   step 4: req 2's prompt beside req 1 decoding: 2.1 s -> t 7.4; req 1 done (its 2nd decode).
     //   steps 5-6: req 2 decodes alone: 2 x 1.1 s -> t 9.6.
     const std::vector<RequestTimes> r = simulate_engine(toy_engine(4), {2, 3, {}});
-    ASSERT_EQ(r.size(), 3U);
-    EXPECT_DOUBLE_EQ(r[0].first_token_s, 2.0);
-    EXPECT_DOUBLE_EQ(r[0].done_s, 5.3);
-    EXPECT_DOUBLE_EQ(r[1].first_token_s, 4.1);
-    EXPECT_DOUBLE_EQ(r[1].done_s, 7.4);
+    expect_times(r, {{2.0, 5.3}, {4.1, 7.4}, {7.4, 9.6}});
     EXPECT_DOUBLE_EQ(r[2].sent_s, 5.3);
-    EXPECT_DOUBLE_EQ(r[2].first_token_s, 7.4);
-    EXPECT_DOUBLE_EQ(r[2].done_s, 9.6);
 }
 
 TEST(ServingBenchmark, SeparatePrefillStepsHoldTheDecodesBack) {
     // Both prompts run first, each a step of its own (2 s), then both decode together: 2 x 1.2 s.
     EngineModel e = toy_engine(4);
     e.schedule = PrefillSchedule::separate;
-    const std::vector<RequestTimes> r = simulate_engine(e, {2, 2, {}});
-    EXPECT_DOUBLE_EQ(r[0].first_token_s, 2.0);
-    EXPECT_DOUBLE_EQ(r[1].first_token_s, 4.0);
-    EXPECT_DOUBLE_EQ(r[0].done_s, 6.4);
-    EXPECT_DOUBLE_EQ(r[1].done_s, 6.4);
+    expect_times(simulate_engine(e, {2, 2, {}}), {{2.0, 6.4}, {4.0, 6.4}});
 }
 
 TEST(ServingBenchmark, ARequestWaitsForASlotAndTheHost) {
@@ -58,11 +74,7 @@ TEST(ServingBenchmark, ARequestWaitsForASlotAndTheHost) {
     // The host's 0.5 s per request comes before the engine sees it, on the client's clock.
     EngineModel e = toy_engine(1);
     e.host_s = 0.5;
-    const std::vector<RequestTimes> r = simulate_engine(e, {2, 2, {}});
-    EXPECT_DOUBLE_EQ(r[0].first_token_s, 2.5);
-    EXPECT_DOUBLE_EQ(r[0].done_s, 4.7);
-    EXPECT_DOUBLE_EQ(r[1].first_token_s, 6.7);
-    EXPECT_DOUBLE_EQ(r[1].done_s, 8.9);
+    expect_times(simulate_engine(e, {2, 2, {}}), {{2.5, 4.7}, {6.7, 8.9}});
 }
 
 TEST(ServingBenchmark, LongPromptsRunInChunksAndIdleGapsAreSkipped) {
@@ -70,11 +82,8 @@ TEST(ServingBenchmark, LongPromptsRunInChunksAndIdleGapsAreSkipped) {
     EngineModel e = toy_engine(4);
     e.input_len = 250;
     e.output_len = 1;
-    const std::vector<RequestTimes> r = simulate_engine(e, {0, 2, {0.0, 100.0}});
     // 2 + 2 + 1.5 s; nothing decodes (one output token: done at the first).
-    EXPECT_DOUBLE_EQ(r[0].first_token_s, 5.5);
-    EXPECT_DOUBLE_EQ(r[0].done_s, 5.5);
-    EXPECT_DOUBLE_EQ(r[1].first_token_s, 105.5);
+    expect_times(simulate_engine(e, {0, 2, {0.0, 100.0}}), {{5.5, 5.5}, {105.5, 105.5}});
 }
 
 TEST(ServingBenchmark, PercentilesByHand) {
@@ -133,14 +142,9 @@ TEST(ServingBenchmark, PoissonQueueAgainstAHandSimulation) {
 TEST(ServingBenchmark, LoneClientSeesTheStaticPrefillAndDecode) {
     // One client on the model: TTFT is the static prefill of one request, and each request's
     // decode steps are single-request steps (tested against the static path, costed apart).
-    const ModelSpec m = testing::model_preset("llama3-8b");
-    const SystemSpec sys = testing::system_preset("dgx-h100");
-    InferenceSpec s;
-    s.input_len = 1024;
-    s.output_len = 64;
-    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    InferenceSpec s = bf16_workload(1024, 64);
     s.cuda_graph_max_batch = 0;  // decode steps dispatched by the host, as the static path's
-    const InferContext c{m, sys, s};
+    const InferContext c{llama8b(), h100(), s};
     const BenchmarkResult r = run_benchmark(c, ParallelConfig{}, 8, PrefillSchedule::mixed, 1, 0, 3, 1);
     const double prefill = prefill_cost(c, ParallelConfig{}).total_s();
     EXPECT_EQ(r.requests, 3);
@@ -154,13 +158,10 @@ TEST(ServingBenchmark, LoneClientSeesTheStaticPrefillAndDecode) {
 // A decode step replayed from a CUDA graph pays no host dispatch: per step, the 32 layers'
 // 50 us each (tp 1: no collectives); a step with a prompt chunk (the TTFT) runs eagerly.
 TEST(ServingBenchmark, CudaGraphsTakeTheHostOffDecodeSteps) {
-    const ModelSpec m = testing::model_preset("llama3-8b");
-    SystemSpec sys = testing::system_preset("dgx-h100");
+    const ModelSpec& m = llama8b();
+    SystemSpec sys = h100();
     sys.eff.host_layer_overhead_s = 50e-6;
-    InferenceSpec s;
-    s.input_len = 1024;
-    s.output_len = 64;
-    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    InferenceSpec s = bf16_workload(1024, 64);
     auto run = [&](int64_t graphs) {
         s.cuda_graph_max_batch = graphs;
         return run_benchmark({m, sys, s}, ParallelConfig{}, 8, PrefillSchedule::mixed, 1, 0, 2, 1);
@@ -176,15 +177,10 @@ TEST(ServingBenchmark, CudaGraphsTakeTheHostOffDecodeSteps) {
 }
 
 TEST(ServingBenchmark, TtftGrowsWithClients) {
-    const ModelSpec m = testing::model_preset("llama3-8b");
-    const SystemSpec sys = testing::system_preset("dgx-h100");
-    InferenceSpec s;
-    s.input_len = 2048;
-    s.output_len = 128;
-    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
+    const InferenceSpec s = bf16_workload(2048, 128);
     double last = 0;
     for (const int64_t n : {1, 4, 16, 64, 256}) {
-        const BenchmarkResult r = run_benchmark({m, sys, s}, ParallelConfig{}, 512, PrefillSchedule::mixed, n, 0, 10 * n, 1);
+        const BenchmarkResult r = run_benchmark({llama8b(), h100(), s}, ParallelConfig{}, 512, PrefillSchedule::mixed, n, 0, 10 * n, 1);
         EXPECT_GT(r.ttft_s.mean, last) << n << " clients";
         EXPECT_GE(r.ttft_s.p99, r.ttft_s.p50);
         last = r.ttft_s.mean;
@@ -212,23 +208,14 @@ TEST(ServingBenchmark, LadderAndGridByHand) {
     EXPECT_EQ(calls, 8);  // (2,4) (2,2) (4,2) (4,4) (1,0) (1,1) (2,0) (2,1); the rest cached or empty
 }
 
-InferenceSpec small_serving() {
-    InferenceSpec s;
-    s.input_len = 512;
-    s.output_len = 32;
-    s.precision = s.weight_precision = s.kv_precision = Precision::bf16;
-    return s;
-}
+InferenceSpec small_serving() { return bf16_workload(512, 32); }
 
 TEST(ServingBenchmark, ClientsDealtToReplicasAsEvenlyAsTheyGo) {
     // 3 clients on 2 replicas: one replica serves 2 clients (4 of the 6 requests), the other 1
     // (2): 6 requests in all, each counted once.
-    const ModelSpec m = testing::model_preset("llama3-8b");
-    const SystemSpec sys = testing::system_preset("dgx-h100");
-    const InferenceSpec s = small_serving();
     ParallelConfig two;
     two.dp = 2;
-    const BenchmarkResult r = run_benchmark({m, sys, s}, two, 8, PrefillSchedule::mixed, 3, 0, 6, 1);
+    const BenchmarkResult r = run_benchmark({llama8b(), h100(), small_serving()}, two, 8, PrefillSchedule::mixed, 3, 0, 6, 1);
     EXPECT_EQ(r.requests, 6);
     EXPECT_NEAR(r.output_tokens_per_s * r.duration_s, 6.0 * 32, 1e-6);
 }
@@ -236,18 +223,16 @@ TEST(ServingBenchmark, ClientsDealtToReplicasAsEvenlyAsTheyGo) {
 TEST(ServingBenchmark, ARateIsSplitOverTheReplicas) {
     // 2 requests/s over 2 replicas, each lightly loaded: 2,000 requests arrive over about
     // 1,000 s (each replica's 1,000 at 1/s), so the deployment finishes about 2 a second.
-    const ModelSpec m = testing::model_preset("llama3-8b");
-    const SystemSpec sys = testing::system_preset("dgx-h100");
     ParallelConfig two;
     two.dp = 2;
-    const BenchmarkResult r = run_benchmark({m, sys, small_serving()}, two, 8, PrefillSchedule::mixed, 0, 2.0, 2000, 3);
+    const BenchmarkResult r = run_benchmark({llama8b(), h100(), small_serving()}, two, 8, PrefillSchedule::mixed, 0, 2.0, 2000, 3);
     EXPECT_EQ(r.requests, 2000);
     EXPECT_NEAR(r.requests_per_s, 2.0, 0.15);
 }
 
 TEST(ServingBenchmark, OneOutputTokenAndOneRequest) {
-    const ModelSpec m = testing::model_preset("llama3-8b");
-    const SystemSpec sys = testing::system_preset("dgx-h100");
+    const ModelSpec& m = llama8b();
+    const SystemSpec& sys = h100();
     InferenceSpec s = small_serving();
     s.output_len = 1;
     // No token after the first: TPOT is no sample at all (0), never 0 / 0.
