@@ -251,6 +251,7 @@ TEST(ServingBenchmark, OneOutputTokenAndOneRequest) {
 TEST(ServingBenchmark, RequestsSentUnlessGiven) {
     InferenceSpec s;
     EXPECT_EQ(benchmark_requests(s, 3), 30);             // 10 per client
+    EXPECT_EQ(benchmark_requests(s, 1), 10);
     EXPECT_EQ(benchmark_requests(s, 1 << 20), 1 << 20);  // capped at num_requests' own bound
     EXPECT_EQ(benchmark_requests(s, 0), 1000);           // at a rate
     s.num_requests = 7;
