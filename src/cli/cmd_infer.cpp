@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/quick_flags.hpp"
 #include "inference/inference.hpp"
 #include "inference/roofline.hpp"
 #include "inference/serving.hpp"
@@ -99,11 +100,13 @@ Runner add_infer(CLI::App& app, const Io& io) {
         double request_rate = 0;
         uint64_t seed = 1;
         bool max_throughput = false;
+        QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("infer", "Predict inference: time to first token, time per output token, memory");
-    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin")->required();
+    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (or none: --model and --system)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
+    add_quick_flags(cmd, o->quick, kQuickInference | kQuickGpus);
     cmd->add_option("--sweep-batch", o->sweep,
                     "latency-throughput curve over batch sizes: FIRST:LAST[:xK|:+K] (e.g. 1:256:x2) or A,B,C");
     auto* conc = cmd->add_option("--concurrency", o->concurrency,
@@ -136,7 +139,8 @@ Runner add_infer(CLI::App& app, const Io& io) {
             if (!sw) return bad_input(io, sw.error());
             sweep = sw.value();
         }
-        auto s = load(io, o->scenario, o->sets, Purpose::infer);
+        if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
+        auto s = load(io, o->scenario, o->sets, Purpose::infer, &o->quick);
         if (!s) return bad_input(io, s.error());
         note_assumptions(io, *s, Purpose::infer);
         const Format fmt = parse_format(o->format);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/quick_flags.hpp"
 #include "cli/interrupt.hpp"
 #include "io/provenance.hpp"
 #include "search/search.hpp"
@@ -180,15 +181,17 @@ Runner add_search(CLI::App& app, const Io& io) {
         double tokens = 0;
         bool cross_domain_tp = false;
         bool no_progress = false;
+        QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("search", "Find the best parallel layouts (or the best per GPU count)");
-    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin; fields given in `parallel` are held fixed")
-        ->required();
+    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin; fields given in `parallel` are held fixed "
+                    "(or none: --model and --system)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--gpus", o->gpus,
                     "GPU count, list (1024,2048) or range START:STOP[:xF|:+S] (256:16384:x2) for a scaling curve "
                     "(default: tp*pp*dp*cp when all four are given)");
+    add_quick_flags(cmd, o->quick, kQuickTraining);
     cmd->add_option("--top", o->top, "results to keep")->check(CLI::Range(size_t{1}, size_t{10000}));
     cmd->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::Range(1u, 1024u));
     cmd->add_option("--objective", o->objective, "what 'best' means")
@@ -202,7 +205,8 @@ Runner add_search(CLI::App& app, const Io& io) {
         if (!cmd->parsed()) return -1;
         if (!std::isfinite(o->tokens) || o->tokens < 0)
             return bad_input(io, {"--tokens", fmt::format("{}", o->tokens), "a token budget from 1 to 1e18, e.g. 300e9"});
-        auto loaded = load(io, o->scenario, o->sets, Purpose::search);
+        if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
+        auto loaded = load(io, o->scenario, o->sets, Purpose::search, &o->quick);
         if (!loaded) return bad_input(io, loaded.error());
         const Scenario& s = *loaded;
         if (auto missing = missing_training_workload(s)) return bad_input(io, *missing);

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/quick_flags.hpp"
 #include "io/csv.hpp"
 #include "io/energy_report.hpp"
 #include "io/serve_report.hpp"
@@ -175,12 +176,14 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         bool no_progress = false;
         bool disaggregated = false;
         std::string objective = "tokens_per_gpu";
+        QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand(
         "serve-search", "Best serving layouts and concurrencies under TTFT/TPOT targets; Pareto front of tokens/s/GPU vs tokens/s/user");
-    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (its inference section: lengths, precision)")->required();
+    cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (its inference section: lengths, precision; or none: --model and --system)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
+    add_quick_flags(cmd, o->quick, kQuickInference);
     cmd->add_option("--ttft-ms", o->ttft_ms, "time-to-first-token target in ms (0: none)")->check(CLI::Range(0.0, 1e9));
     cmd->add_option("--tpot-ms", o->tpot_ms, "time-per-output-token target in ms (0: none)")->check(CLI::Range(0.0, 1e9));
     cmd->add_option("--gpus", o->gpus, "GPUs to serve on (default: the scenario's tp x pp x dp)")->check(CLI::Range(int64_t{1}, int64_t{4096}));
@@ -195,7 +198,8 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         ->check(CLI::IsMember({"tokens_per_gpu", "tokens_per_j"}));
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
-        auto s = load(io, o->scenario, o->sets, Purpose::infer);
+        if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
+        auto s = load(io, o->scenario, o->sets, Purpose::infer, &o->quick);
         if (!s) return bad_input(io, s.error());
         const ServeObjective objective = o->objective == "tokens_per_j" ? ServeObjective::tokens_per_joule : ServeObjective::tokens_per_gpu;
         if (objective == ServeObjective::tokens_per_joule && !s->system.energy.known())

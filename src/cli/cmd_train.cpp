@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/quick_flags.hpp"
 #include "cli/train_run.hpp"
 #include "io/op_table.hpp"
 
@@ -28,17 +29,19 @@ Runner add_train(CLI::App& app, const Io& io) {
         std::string format = "text";
         bool ops = false;
         bool stages = false;
+        QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("train", "Predict one training step: time, breakdown, memory");
     cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (default: built-in GPT-3 175B on 64 A100s)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    add_quick_flags(cmd, o->quick, kQuickTraining | kQuickGpus);
     cmd->add_flag("--stages", o->stages, "also show each pipeline GPU: its layers, one micro-batch's time, its memory");
     cmd->add_flag("--ops", o->ops, "also show the per-GPU op list of one micro-batch (shapes, FLOP, bytes, times)");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
-        auto s = load(io, o->scenario, o->sets, Purpose::train);
+        auto s = load(io, o->scenario, o->sets, Purpose::train, &o->quick);
         if (!s) return bad_input(io, s.error());
         const TrainRun run = run_train(io, *s, o->ops);
         const TrainResult& r = run.result;

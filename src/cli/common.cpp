@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "io/quick_question.hpp"
 #include "io/provenance.hpp"
 
 namespace sm::cli {
@@ -29,10 +30,23 @@ Expected<Json> read_scenario(const Io& io, const std::string& path) {
     return read_scenario_file(path);
 }
 
-Expected<Scenario> load(const Io& io, const std::string& path, const std::vector<std::string>& sets, Purpose purpose) {
-    Expected<Json> doc = path.empty() ? parse_scenario_text(default_scenario(), "default scenario") : read_scenario(io, path);
+Expected<Scenario> load(const Io& io, const std::string& path, const std::vector<std::string>& sets, Purpose purpose,
+                        const QuickFlags* quick) {
+    const bool one_line = path.empty() && quick && quick->names_scenario();
+    Expected<Json> doc = !path.empty() ? read_scenario(io, path)
+                         : one_line    ? Expected<Json>(Json::object())
+                                       : parse_scenario_text(default_scenario(), "default scenario");
     if (!doc) return doc.error();
+    if (quick) doc = apply_quick_flags(std::move(doc).value(), *quick);
     Expected<Json> over = apply_overrides(std::move(doc).value(), sets);
+    if (!over) return over.error();
+    if (one_line)
+        for (const char* flag : {"model", "system"})
+            if (!over.value().contains(flag))
+                return InputError{fmt::format("--{}", flag), "nothing",
+                                  fmt::format("required without a SCENARIO file: a {} preset (see `scalemodel presets {}s`){}", flag, flag,
+                                              std::string(flag) == "model" ? " or a Hugging Face config.json" : "")};
+    if (quick) over = apply_quick_gpus(std::move(over).value(), *quick);
     if (!over) return over.error();
     return build_scenario(over.value(), purpose);
 }
@@ -76,9 +90,10 @@ void note_assumptions(const Io& io, const Scenario& s, Purpose purpose) {
 }
 
 std::optional<InputError> missing_training_workload(const Scenario& s) {
-    if (given(s, "training", "global_batch")) return std::nullopt;
+    if (given(s, "training", "global_batch") || given(s, "training", "batch_tokens")) return std::nullopt;
     return InputError{"training.global_batch", "nothing",
-                      "search needs the training workload: the sequences per step, e.g. \"training\": {\"global_batch\": 1536}"};
+                      "search needs the training workload: the sequences per step, e.g. \"training\": {\"global_batch\": 1536}, "
+                      "or the tokens per step (--batch-tokens 4194304)"};
 }
 
 Json with_overrides(Json j, const std::vector<std::string>& sets) {

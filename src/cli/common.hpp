@@ -8,6 +8,10 @@
 #include "io/report.hpp"
 #include "io/scenario.hpp"
 
+namespace sm {
+struct QuickFlags;
+}
+
 namespace sm::cli {
 
 // Where a command reads its scenario and writes its result: the process's streams for the binary;
@@ -27,8 +31,10 @@ inline constexpr int kExitBadInput = 2;
 int bad_input(const Io& io, const InputError& e);
 // Reads a scenario file, or `io.stdin_text` / standard input for "-".
 Expected<Json> read_scenario(const Io& io, const std::string& path);
-// Loads SCENARIO ("-" for stdin, empty for the built-in default) with `--set` overrides.
-Expected<Scenario> load(const Io& io, const std::string& path, const std::vector<std::string>& sets, Purpose purpose);
+// Loads SCENARIO ("-" for stdin, empty for the built-in default) with `--set` overrides; with the
+// one-line flags (quick_flags.hpp) an empty SCENARIO starts from an empty scenario instead.
+Expected<Scenario> load(const Io& io, const std::string& path, const std::vector<std::string>& sets, Purpose purpose,
+                        const QuickFlags* quick = nullptr);
 // Writes a JSON document after checking every number is finite (exit 1 if not).
 int emit_json(const Io& io, const Json& j);
 // Writes text after checking the JSON form of the same result is finite.

@@ -8,6 +8,7 @@
 #include "hardware/energy.hpp"
 #include "io/embedded.hpp"
 #include "io/field_table.hpp"
+#include "io/hf_config.hpp"
 #include "io/provenance.hpp"
 #include "io/technology_reader.hpp"
 #include "io/read_file.hpp"
@@ -93,6 +94,22 @@ Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets,
     Json merged = preset_json(presets, it->get<std::string>(), path + ".preset");
     Json own = section;
     own.erase("preset");
+    merge_into(merged, own);
+    return merged;
+}
+
+// The model section: a preset's fields or a Hugging Face config's (model.from_hf), overridden by
+// the section's own.
+Json resolve_model(const Json& section) {
+    if (!section.is_object() || !section.contains("from_hf")) return resolve_section(section, embedded_model_presets(), "model");
+    const Json& path = section["from_hf"];
+    if (section.contains("preset"))
+        fail("model.from_hf", show(path), "not beside model.preset: one names a built-in model, the other reads a config.json");
+    if (!path.is_string() || path.get_ref<const std::string&>().empty())
+        fail("model.from_hf", show(path), "the path of a Hugging Face config.json (a string)");
+    Json merged = read_hf_model(path.get<std::string>(), "model.from_hf");
+    Json own = section;
+    own.erase("from_hf");
     merge_into(merged, own);
     return merged;
 }
@@ -554,9 +571,22 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     return p;
 }
 
-TrainingSpec read_training(ObjectReader r, const ParallelConfig& p) {
+TrainingSpec read_training(ObjectReader r, const ParallelConfig& p, int64_t seq_len) {
     TrainingSpec t;
-    t.global_batch = r.integer("global_batch", p.dp * p.microbatch, 1, int64_t{1} << 30);
+    if (r.has("batch_tokens")) {
+        // The batch as papers state it (Llama 3: 4M, then 8M and 16M tokens), in whole sequences.
+        if (r.has("global_batch"))
+            fail(r.path_of("batch_tokens"), "a value beside training.global_batch", "one of the two: tokens per step or sequences per step");
+        const int64_t tokens = r.integer("batch_tokens", std::nullopt, 1, int64_t{1} << 50);
+        if (tokens % seq_len != 0 || tokens / seq_len > (int64_t{1} << 30))
+            fail(r.path_of("batch_tokens"), std::to_string(tokens),
+                 fmt::format("a multiple of model.seq_len ({}), at most 2^30 sequences: a step holds whole sequences", seq_len));
+        t.global_batch = tokens / seq_len;
+        r.drop_recorded("batch_tokens");  // resolve shows the sequences, so its output reads back
+        r.set_recorded("global_batch", t.global_batch);
+    } else {
+        t.global_batch = r.integer("global_batch", p.dp * p.microbatch, 1, int64_t{1} << 30);
+    }
     t.precision = read_precision(r, "precision", Precision::bf16);
     t.grad_precision = *parse_precision(r.choice("grad_precision", "fp32", {"fp32", "bf16", "fp16"}));
     t.fp8_recipe = *parse_fp8_recipe(r.choice("fp8_recipe", "delayed", {"delayed", "current", "mxfp8"}));
@@ -698,13 +728,13 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         if (!model) fail("model", "nothing", "required: {\"preset\": NAME} or the model's dimensions");
         if (!system) fail("system", "nothing", "required: {\"preset\": NAME} or the system's figures");
         Json resolved = Json::object();
-        resolved["model"] = resolve_section(*model, embedded_model_presets(), "model");
+        resolved["model"] = resolve_model(*model);
         resolved["system"] = resolve_section(*system, embedded_system_presets(), "system");
         root.record_into(&s.full);
         s.model = read_model(resolved["model"], "model", &s.full["model"]);
         s.system = read_system(resolved["system"], "system", &s.full["system"]);
         s.parallel = read_parallel(root.child_or_empty("parallel"), s.parallel_given);
-        s.training = read_training(root.child_or_empty("training"), s.parallel);
+        s.training = read_training(root.child_or_empty("training"), s.parallel, s.model.seq_len);
         s.inference = read_inference(root.child_or_empty("inference"));
         root.finish();
         for (const char* k : {"parallel", "training", "inference"})
