@@ -342,5 +342,34 @@ bad "--objective" serve-search "$ex/infer-llama2-70b-h100.json" --gpus 8 --objec
 printf '%s' '{"model": {"preset": "llama2-70b"}, "system": {"name": "bare", "accelerator": {"matrix_flop_per_s": {"bf16": 1e15}, "vector_flop_per_s": 6e13, "memory_bytes": 8e10, "memory_bw_bytes_per_s": 3e12}, "scale_up": {"bw_bytes_per_s": 4.5e11}, "scale_out": {"bw_bytes_per_s": 5e10}}, "parallel": {"tp": 8}, "inference": {"batch": 8, "input_len": 2048, "output_len": 256, "precision": "bf16"}}' >"$TMP/bare.json"
 bad "--objective" serve-search "$TMP/bare.json" --gpus 8 --objective tokens_per_j
 
+# One-line questions (issue 33): no scenario file; every new flag's bad value exits 2 in one line.
+WANT='llama3.1-70b (70.6B params) on H100-SXM5-80GB' good search --model llama3.1-70b --system dgx-h100 --gpus 64 --batch-tokens 1048576 --top 1 --no-progress
+WANT='"step_time_s"' good train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --precision fp8 --format json
+WANT='Layout: tp 8 . pp 1 . dp 1' good infer --model llama3.1-70b --system dgx-h100 --gpus 8 --isl 2048 --osl 256 --precision fp8
+WANT='Layout: tp 2 . pp 1 . dp 4' good infer --model llama3.1-8b --system dgx-h100 --gpus 8 --set parallel.tp=2
+WANT='"input_len": 3000' good resolve --model qwen3-32b --system dgx-h200 --isl 3000 --osl 512
+WANT='Best under the targets' good serve-search --model llama3.1-70b --system dgx-h100 --gpus 8 --isl 2048 --osl 256 --ttft-ms 2000 --tpot-ms 50 --no-progress
+bad "SCENARIO: got nothing" search --gpus 8
+bad "SCENARIO: got nothing" infer
+bad "--system: got nothing" search --model llama3-70b --gpus 8 --batch-tokens 8192
+bad "--model: got nothing" train --system dgx-h100
+bad "model.preset: got \"llama3.1-7b\"" train --model llama3.1-7b --system dgx-h100
+bad "system.preset" train --model llama3-8b --system dgx-h1000
+bad "--precision" train --model llama3-8b --system dgx-h100 --precision fp7
+bad "--seq" train --model llama3-8b --system dgx-h100 --seq 0
+bad "--gpus" train --model llama3-8b --system dgx-h100 --gpus -4
+bad "--gpus: got 12" train --model llama3-8b --system dgx-h100 --gpus 12 --set parallel.tp=8
+bad "--gpus: got 16" infer --model llama3-8b --system dgx-h100 --gpus 16 --set parallel.tp=2 --set parallel.dp=2
+bad "--batch-tokens" search --model llama3-8b --system dgx-h100 --gpus 8 --batch-tokens x
+bad "training.batch_tokens: got 1000" search --model llama3-8b --system dgx-h100 --gpus 8 --batch-tokens 1000
+bad "--isl" infer --model llama3-8b --system dgx-h100 --isl -1
+bad "--osl" serve-search --model llama3-8b --system dgx-h100 --osl 1.5
+bad "model.from_hf: got \"$TMP/none.json\"" infer --model "$TMP/none.json" --system dgx-h100
+printf '%s' '{"model_type": "llama4", "num_hidden_layers": 4}' >"$TMP/config.json"
+bad "model.from_hf.model_type: got \"llama4\"" infer --model "$TMP/config.json" --system dgx-h100
+printf '%s' '{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": true}' >"$TMP/config.json"
+mkdir -p "$TMP/Qwen3-mini" && cp "$TMP/config.json" "$TMP/Qwen3-mini/"
+WANT='Inference: Qwen3-mini on 1 x H100' good infer --model "$TMP/Qwen3-mini/config.json" --system dgx-h100 --gpus 1
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
