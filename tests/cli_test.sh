@@ -349,6 +349,14 @@ WANT='Layout: tp 8 . pp 1 . dp 1' good infer --model llama3.1-70b --system dgx-h
 WANT='Layout: tp 2 . pp 1 . dp 4' good infer --model llama3.1-8b --system dgx-h100 --gpus 8 --set parallel.tp=2
 WANT='"input_len": 3000' good resolve --model qwen3-32b --system dgx-h200 --isl 3000 --osl 512
 WANT='Best under the targets' good serve-search --model llama3.1-70b --system dgx-h100 --gpus 8 --isl 2048 --osl 256 --ttft-ms 2000 --tpot-ms 50 --no-progress
+WANT='Framework: megatron' good search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron --memory-headroom 0.1 --no-progress
+WANT='"twins"' good search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --top 3 --format json
+WANT='Memory headroom' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --memory-headroom 0.2 --no-progress
+bad "--framework" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework jax
+bad "--memory-headroom" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --memory-headroom 1.5
+bad "--memory-headroom" serve-search --model llama3-8b --system dgx-h100 --gpus 8 --memory-headroom -0.1
+bad "parallel.tp_rows: got 2" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron --set parallel.tp_rows=2
+bad "parallel.vp: got 2" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework deepspeed --set parallel.vp=2
 bad "SCENARIO: got nothing" search --gpus 8
 bad "SCENARIO: got nothing" infer
 bad "--system: got nothing" search --model llama3-70b --gpus 8 --batch-tokens 8192

@@ -13,6 +13,7 @@
 #include "cli/quick_flags.hpp"
 #include "cli/interrupt.hpp"
 #include "io/provenance.hpp"
+#include "search/frameworks.hpp"
 #include "search/search.hpp"
 
 namespace sm::cli {
@@ -130,6 +131,22 @@ std::string header_text(const Scenario& s, const SearchOptions& o, double tokens
     return t;
 }
 
+// Twins: layouts this close (relative) to a better one that differ from it only in ZeRO stage,
+// rank order or CP kind; folded from a list this many times deeper than --top.
+constexpr double kTwinTolerance = 0.005;
+constexpr size_t kTwinDepth = 4;
+
+// What --framework and --memory-headroom narrowed, when given.
+std::string limits_text(const std::string& framework, double headroom, double capacity_bytes) {
+    std::string t;
+    if (const Framework* f = framework_named(framework))
+        t += fmt::format("Framework: {}, the layouts it ships ({})\n", f->name, f->source);
+    if (headroom > 0)
+        t += fmt::format("Memory headroom: {:g}% (layouts use at most {} of {})\n", 100 * headroom, gib((1 - headroom) * capacity_bytes),
+                         gib(capacity_bytes));
+    return t;
+}
+
 std::string stats_text(const SearchStats& st, const SystemSpec& sys) {
     const double per_s = st.elapsed_s > 0 ? static_cast<double>(st.evaluated) / st.elapsed_s : 0.0;
     std::string t = fmt::format("{} valid layouts; in {:.3f} s {} costed ({}layouts/s on {} threads, {} per-layer costings), {} fit in memory",
@@ -181,6 +198,9 @@ Runner add_search(CLI::App& app, const Io& io) {
         double tokens = 0;
         bool cross_domain_tp = false;
         bool no_progress = false;
+        bool keep_twins = false;
+        std::string framework;
+        double headroom = 0;
         QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
@@ -201,6 +221,16 @@ Runner add_search(CLI::App& app, const Io& io) {
         ->check(CLI::Range(1.0, 1e18));
     cmd->add_flag("--cross-domain-tp", o->cross_domain_tp, "also search tensor parallelism beyond one scale-up domain");
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
+    std::vector<std::string> names;
+    for (const Framework& f : frameworks()) names.emplace_back(f.name);
+    cmd->add_option("--framework", o->framework,
+                    "only layouts this framework ships: 1D tensor parallelism, its rank order, ZeRO stages, context-parallel kinds "
+                    "and pipeline schedules")
+        ->check(CLI::IsMember(names));
+    cmd->add_option("--memory-headroom", o->headroom, "fraction of GPU memory kept free (0.1: layouts use at most 90%)")
+        ->check(CLI::Range(0.0, 0.9));
+    cmd->add_flag("--keep-twins", o->keep_twins,
+                  "list layouts within 0.5% that differ from a better one only in ZeRO stage, rank order or CP kind (folded by default)");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         if (!std::isfinite(o->tokens) || o->tokens < 0)
@@ -208,8 +238,16 @@ Runner add_search(CLI::App& app, const Io& io) {
         if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
         auto loaded = load(io, o->scenario, o->sets, Purpose::search, &o->quick);
         if (!loaded) return bad_input(io, loaded.error());
-        const Scenario& s = *loaded;
+        Scenario s = std::move(loaded).value();
         if (auto missing = missing_training_workload(s)) return bad_input(io, *missing);
+        const double capacity = s.system.accel.memory_bytes;
+        s.system.accel.memory_bytes *= 1.0 - o->headroom;
+        LayoutConstraints fixed = constraints_from(s.parallel, s.parallel_given);
+        if (!o->framework.empty()) {
+            Expected<LayoutConstraints> narrowed = restrict_to(fixed, *framework_named(o->framework));
+            if (!narrowed) return bad_input(io, narrowed.error());
+            fixed = narrowed.value();
+        }
         if (o->objective == "energy" && !s.system.energy.known())
             return bad_input(io, {"--objective", "energy", "a system with energy figures (system.energy; docs/PRESET_SCHEMA.md)"});
         if (o->objective == "cost" && !(s.system.price_per_gpu_hour > 0))
@@ -230,21 +268,23 @@ Runner add_search(CLI::App& app, const Io& io) {
 
         note_assumptions(io, s, Purpose::search);
         SearchOptions opt;
-        opt.top_k = o->top;
+        const bool curve = counts.size() > 1;
+        // Twins are folded from a deeper list, so that --top K still shows K distinct layouts.
+        const bool fold = !curve && !o->keep_twins;
+        opt.top_k = fold ? o->top * kTwinDepth : o->top;
         opt.threads = o->threads > 0 ? o->threads : std::max(1u, std::thread::hardware_concurrency());
         opt.objective = *parse_objective(o->objective);
         opt.tp_within_domain = !o->cross_domain_tp;
         opt.stop = &sigint_flag();
         const bool bar = !o->no_progress && io.err_is_terminal;
         const TrainContext ctx{s.model, s.system, s.training};
-        const bool curve = counts.size() > 1;
         const Format fmt_out = parse_format(o->format);
 
         SigintGuard guard;
         std::vector<std::pair<int64_t, SearchResult>> runs;
         for (int64_t n : counts) {
             opt.gpus = n;
-            SearchResult r = search_layouts(ctx, constraints_from(s.parallel, given), opt,
+            SearchResult r = search_layouts(ctx, fixed, opt,
                                             bar ? progress_bar(io, opt.objective, n) : ProgressFn{});
             if (bar) clear_progress(io);
             const bool stopped = r.stats.interrupted;
@@ -257,7 +297,7 @@ Runner add_search(CLI::App& app, const Io& io) {
             const SearchResult& r = runs.front().second;
             if (r.stats.candidates == 0) {
                 opt.gpus = counts.front();
-                const std::string near = nearest_valid_counts(ctx, constraints_from(s.parallel, given), opt);
+                const std::string near = nearest_valid_counts(ctx, fixed, opt);
                 return bad_input(io, {"--gpus", std::to_string(counts.front()),
                                   fmt::format("no valid layout of this many GPUs for {} with global batch {}{}{}", s.model.name,
                                               s.training.global_batch,
@@ -269,8 +309,18 @@ Runner add_search(CLI::App& app, const Io& io) {
                                          "gradients and optimizer state alone, {} more once activations count)\n",
                                          counts.front(), gib(s.system.accel.memory_bytes), count(r.stats.pruned_memory),
                                          count(r.stats.evaluated));
+            std::vector<FoldedHit> shown;
+            if (fold)
+                shown = fold_twins(r.best, o->top, kTwinTolerance);
+            else
+                for (const SearchHit& h : r.best) shown.push_back({h, 0});
+            int64_t folded = 0;
             Json results = Json::array();
-            for (const SearchHit& h : r.best) results.push_back(hit_json(s, h, o->tokens));
+            for (const FoldedHit& f : shown) {
+                results.push_back(hit_json(s, f.hit, o->tokens));
+                if (fold) results.back()["twins"] = f.twins;
+                folded += f.twins;
+            }
             Json doc = stats_json(r.stats);
             doc["gpus"] = counts.front();
             doc["objective"] = to_string(opt.objective);
@@ -281,11 +331,16 @@ Runner add_search(CLI::App& app, const Io& io) {
                 case Format::json: rc = emit_json(io, doc); break;
                 case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
                 case Format::text: {
-                    std::string t = header_text(s, opt, o->tokens) + stats_text(r.stats, s.system);
-                    if (!r.best.empty()) {
+                    std::string t = header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
+                                    stats_text(r.stats, s.system);
+                    if (!shown.empty()) {
                         t += table_header(false, o->tokens > 0);
-                        for (size_t i = 0; i < r.best.size(); ++i) t += table_row(i + 1, r.best[i], false, o->tokens);
-                        t += "\nThe best layout in detail:\n\n" + train_text(with_layout(s, r.best.front().layout), r.best.front().result);
+                        for (size_t i = 0; i < shown.size(); ++i) t += table_row(i + 1, shown[i].hit, false, o->tokens);
+                        if (folded > 0)
+                            t += fmt::format("({} more within {}% of a row above, differing from it only in ZeRO stage, rank order or "
+                                             "CP kind, folded into it: --keep-twins lists them)\n",
+                                             folded, 100 * kTwinTolerance);
+                        t += "\nThe best layout in detail:\n\n" + train_text(with_layout(s, shown.front().hit.layout), shown.front().hit.result);
                     }
                     rc = emit_checked(io, doc, t);
                 }
@@ -334,7 +389,8 @@ Runner add_search(CLI::App& app, const Io& io) {
             case Format::json: rc = emit_json(io, doc); break;
             case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
             case Format::text:
-                rc = emit_checked(io, doc, header_text(s, opt, o->tokens) + stats_text(total, s.system) +
+                rc = emit_checked(io, doc, header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
+                                           stats_text(total, s.system) +
                                            (per_count == 1 ? std::string("\nThe best layout per GPU count:\n")
                                                            : fmt::format("\nThe best {} layouts per GPU count:\n", per_count)) + table_header(true, o->tokens > 0) + rows);
         }

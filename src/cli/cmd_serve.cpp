@@ -176,6 +176,7 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         bool no_progress = false;
         bool disaggregated = false;
         std::string objective = "tokens_per_gpu";
+        double headroom = 0;
         QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
@@ -190,6 +191,8 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
     cmd->add_option("--top", o->top, "configurations to list")->check(CLI::Range(size_t{1}, size_t{1000}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
+    cmd->add_option("--memory-headroom", o->headroom, "fraction of GPU memory kept free (0.1: weights and KV cache use at most 90%)")
+        ->check(CLI::Range(0.0, 0.9));
     cmd->add_flag("--disaggregated", o->disaggregated,
                   "also search separate prefill and decode pools (xPyD) within --gpus, the KV cache moved between them");
     cmd->add_option("--objective", o->objective,
@@ -201,6 +204,11 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
         auto s = load(io, o->scenario, o->sets, Purpose::infer, &o->quick);
         if (!s) return bad_input(io, s.error());
+        const double capacity = s->system.accel.memory_bytes;
+        s.value().system.accel.memory_bytes *= 1.0 - o->headroom;
+        const std::string headroom = o->headroom > 0 ? fmt::format("Memory headroom: {:g}% (weights, activations and KV cache use at most {} of {})\n",
+                                                                   100 * o->headroom, gib(s->system.accel.memory_bytes), gib(capacity))
+                                                     : std::string();
         const ServeObjective objective = o->objective == "tokens_per_j" ? ServeObjective::tokens_per_joule : ServeObjective::tokens_per_gpu;
         if (objective == ServeObjective::tokens_per_joule && !s->system.energy.known())
             return bad_input(io, InputError{"--objective", "tokens_per_j",
@@ -221,6 +229,7 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
             serve_search({s->model, s->system, s->inference}, gpus, t, o->top, bar ? std::function<void(int64_t, int64_t)>(progress) : nullptr);
         if (bar) io.err << "\r\033[K" << std::flush;
         Json j = result_json(*s, gpus, t, r);
+        if (o->headroom > 0) j["memory_headroom"] = o->headroom;
         std::optional<DisaggResult> d;
         if (o->disaggregated) {
             d = disaggregated_search({s->model, s->system, s->inference}, gpus, t, o->top);
@@ -231,7 +240,7 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(io, j);
             case Format::csv: return emit_checked(io, j, d ? disagg_csv(*s, *d) : hits_csv(*s, r));
-            case Format::text: return emit_checked(io, j, hits_text(*s, gpus, t, r) + (d ? disagg_text(*s, *d, r) : std::string()));
+            case Format::text: return emit_checked(io, j, headroom + hits_text(*s, gpus, t, r) + (d ? disagg_text(*s, *d, r) : std::string()));
         }
         return kExitOk;
     };

@@ -133,6 +133,7 @@ struct ParallelConfig {
     // Whether the expert parameters' replicas differ from the dense ones' (the dp x cp ranks),
     // so their gradients reduce over a group of their own.
     [[nodiscard]] bool experts_have_own_replicas() const { return ep > 1 || expert_tp() != tp; }
+    bool operator==(const ParallelConfig&) const = default;
 };
 
 }  // namespace sm

@@ -1,6 +1,7 @@
 #include "search/search.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -168,6 +169,7 @@ void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& pla
 bool cp_kind_allowed(const ModelSpec& m, const LayoutConstraints& f, int64_t tp, int64_t cp, CpKind k) {
     if (f.cp_kind) return *f.cp_kind == k && (k != CpKind::ulysses || cp == 1 || ulysses_fits(m, tp, cp));
     if (cp == 1) return k == CpKind::ring;
+    if ((f.cp_kinds >> static_cast<unsigned>(k) & 1U) == 0) return false;
     return k != CpKind::ulysses || ulysses_fits(m, tp, cp);
 }
 
@@ -180,7 +182,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     Plan plan;
     plan.params = count_params(m, c.training.lora);
     for (int64_t z = 0; z <= 3; ++z)
-        if (allowed(f.zero, z)) plan.zeros.push_back(z);
+        if (allowed(f.zero, z) && (f.zero_stages >> z & 1U) != 0) plan.zeros.push_back(z);
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
 
     struct Group {
@@ -525,6 +527,27 @@ bool layout_before(const ParallelConfig& a, const ParallelConfig& b) {
 bool hit_before(const SearchHit& a, const SearchHit& b) {
     if (a.score != b.score) return a.score < b.score;
     return layout_before(a.layout, b.layout);
+}
+
+std::vector<FoldedHit> fold_twins(const std::vector<SearchHit>& hits, size_t k, double tolerance) {
+    // The layout with the fields a twin may differ in set to one value.
+    const auto shape = [](ParallelConfig p) {
+        p.zero = 0;
+        p.order = RankOrder::tp_cp_dp;
+        p.cp_kind = CpKind::ring;
+        return p;
+    };
+    std::vector<FoldedHit> kept;
+    for (const SearchHit& h : hits) {
+        const auto twin = std::find_if(kept.begin(), kept.end(), [&](const FoldedHit& f) {
+            return std::abs(h.score - f.hit.score) <= tolerance * std::abs(f.hit.score) && shape(h.layout) == shape(f.hit.layout);
+        });
+        if (twin != kept.end())
+            ++twin->twins;
+        else if (kept.size() < k)
+            kept.push_back({h, 0});
+    }
+    return kept;
 }
 
 LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::string>& given) {

@@ -42,6 +42,10 @@ struct LayoutConstraints {
     std::optional<RankOrder> order;
     std::optional<CpKind> cp_kind;
     Offload offload = Offload::none;  // always held (default none)
+    // What a framework ships (search --framework, search/frameworks.hpp): the ZeRO stages (bit z)
+    // and the context-parallel kinds (bit of the CpKind, at cp > 1) it has; all by default.
+    unsigned zero_stages = 0xF;
+    unsigned cp_kinds = 0x7;
     // A pipeline split named in the scenario (or first_last with the two counts); nullopt: each
     // (pp, vp) takes the split `auto` gives it, so the space holds every layout `train` runs.
     std::optional<PipelineSplit> split;
@@ -135,6 +139,16 @@ struct SearchResult {
 
 SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
                             const ProgressFn& progress = {});
+
+// A kept result and how many results after it were folded into it: within `tolerance` (relative)
+// of its score and differing from it only in what does not change the layout's shape: the ZeRO
+// stage, the rank order, the context-parallel kind.
+struct FoldedHit {
+    SearchHit hit;
+    int64_t twins = 0;
+};
+// The first `k` of `hits` (best first) that are no twin of one before them, each with its twins.
+std::vector<FoldedHit> fold_twins(const std::vector<SearchHit>& hits, size_t k, double tolerance);
 // The layouts of o.gpus GPUs that pass the divisibility rules (SearchStats::candidates), from the
 // search's plan alone: nothing is costed.
 int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o);

@@ -1,0 +1,63 @@
+#include "search/frameworks.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace sm {
+
+namespace {
+
+constexpr unsigned bit(CpKind k) { return 1U << static_cast<unsigned>(k); }
+constexpr unsigned kAllCp = bit(CpKind::ring) | bit(CpKind::all_gather) | bit(CpKind::ulysses);
+
+}  // namespace
+
+const std::vector<Framework>& frameworks() {
+    static const std::vector<Framework> all = {
+        // --use-distributed-optimizer (ZeRO-1); Megatron-FSDP's --data-parallel-sharding-strategy
+        // optim_grads / optim_grads_params (ZeRO-2/3); --cp-comm-type p2p | allgather | a2a;
+        // --num-layers-per-virtual-pipeline-stage; parallel_state's order "tp-cp-ep-dp-pp".
+        {"megatron", "Megatron-LM core_r0.14.0, megatron/training/arguments.py and megatron/core/parallel_state.py", 0xF, kAllCp, true},
+        // NeMo 2 and Megatron-Bridge configure Megatron-Core: the same space.
+        {"nemo", "NeMo 2.x / Megatron-Bridge recipes on Megatron-Core core_r0.14.0 (MegatronStrategy, DistributedDataParallelConfig)", 0xF,
+         kAllCp, true},
+        // DDP (dp_replicate), FSDP2 with reshard_after_forward never (ZeRO-2) or always (ZeRO-3);
+        // context parallelism rotates K/V by all-gather or all-to-all (ring); Interleaved1F1B.
+        {"torchtitan", "TorchTitan v0.1.0, torchtitan/config/job_config.py (Parallelism)", 0b1101, bit(CpKind::ring) | bit(CpKind::all_gather),
+         true},
+        // ZeRO stages 0-3; DeepSpeed-Ulysses sequence parallelism (all-to-all); the pipeline engine
+        // runs plain 1F1B.
+        {"deepspeed", "DeepSpeed v0.16, deepspeed/runtime/zero/config.py, deepspeed/sequence/layer.py, deepspeed/runtime/pipe/schedule.py",
+         0xF, bit(CpKind::ulysses), false},
+    };
+    return all;
+}
+
+const Framework* framework_named(std::string_view name) {
+    const auto& all = frameworks();
+    const auto it = std::find_if(all.begin(), all.end(), [&](const Framework& f) { return f.name == name; });
+    return it == all.end() ? nullptr : &*it;
+}
+
+Expected<LayoutConstraints> restrict_to(LayoutConstraints f, const Framework& fw) {
+    const auto refuse = [&](const std::string& field, const std::string& given, const std::string& why) {
+        return InputError{field, given, fmt::format("{} with --framework {} ({}); leave --framework out for the what-if", why, fw.name, fw.source)};
+    };
+    if (f.tp_rows && *f.tp_rows != 1) return refuse("parallel.tp_rows", std::to_string(*f.tp_rows), "1: 1D tensor parallelism, not SUMMA");
+    if (f.order && *f.order != RankOrder::tp_cp_dp)
+        return refuse("parallel.order", std::string(to_string(*f.order)), "tp-cp-dp-pp, its default rank order");
+    if (f.zero && (fw.zero_stages >> *f.zero & 1U) == 0)
+        return refuse("parallel.zero", std::to_string(*f.zero), "a ZeRO stage it ships");
+    if (f.cp_kind && f.cp != 1 && (fw.cp_kinds & bit(*f.cp_kind)) == 0)
+        return refuse("parallel.cp_kind", std::string(to_string(*f.cp_kind)), "a context-parallel kind it ships");
+    if (f.vp && *f.vp != 1 && !fw.interleaving) return refuse("parallel.vp", std::to_string(*f.vp), "1: no interleaved pipeline schedule");
+    f.tp_rows = 1;
+    f.order = RankOrder::tp_cp_dp;
+    f.zero_stages &= fw.zero_stages;
+    f.cp_kinds &= fw.cp_kinds;
+    if (!fw.interleaving) f.vp = 1;
+    return f;
+}
+
+}  // namespace sm

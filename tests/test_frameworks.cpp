@@ -1,0 +1,136 @@
+// search --framework, --memory-headroom and the folding of twins: the layouts a framework cannot
+// launch never come back, and the top K lists distinct layouts.
+#include <gtest/gtest.h>
+
+#include "io/scenario.hpp"
+#include "search/frameworks.hpp"
+#include "search/search.hpp"
+#include "test_helpers.hpp"
+
+namespace sm {
+namespace {
+using namespace testing;
+
+// Llama 2 13B cut to 8 layers at 8K tokens on 16 A100s: every axis (SUMMA, cp kinds, ZeRO,
+// interleaving, orders across 4-GPU domains) has room.
+SearchResult searched(const LayoutConstraints& f, double memory_scale = 1.0) {
+    Scenario s = scenario(R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192},
+                              "system": {"preset": "dgx-a100-40gb", "scale_up": {"domain_gpus": 4}},
+                              "training": {"global_batch": 16, "precision": "bf16"}})",
+                          Purpose::search);
+    s.system.accel.memory_bytes *= memory_scale;
+    SearchOptions o;
+    o.gpus = 16;
+    o.top_k = 100000;
+    o.threads = 2;
+    return search_layouts({s.model, s.system, s.training}, f, o);
+}
+
+LayoutConstraints under(const char* name) {
+    Expected<LayoutConstraints> f = restrict_to(LayoutConstraints{}, *framework_named(name));
+    EXPECT_TRUE(f.ok());
+    return f.value();
+}
+
+TEST(Frameworks, NoLayoutOutsideWhatTheFrameworkShips) {
+    const SearchResult all = searched({});
+    // The unrestricted space has what the frameworks lack: SUMMA, other orders, Ulysses, ZeRO-1, vp > 1.
+    const auto some = [&](const SearchResult& r, auto pred) { return std::any_of(r.best.begin(), r.best.end(), [&](const SearchHit& h) { return pred(h.layout); }); };
+    ASSERT_TRUE(some(all, [](const ParallelConfig& p) { return p.tp_rows > 1; }));
+    ASSERT_TRUE(some(all, [](const ParallelConfig& p) { return p.order != RankOrder::tp_cp_dp; }));
+    ASSERT_TRUE(some(all, [](const ParallelConfig& p) { return p.cp > 1 && p.cp_kind == CpKind::ring; }));
+    ASSERT_TRUE(some(all, [](const ParallelConfig& p) { return p.zero == 1; }));
+    ASSERT_TRUE(some(all, [](const ParallelConfig& p) { return p.vp > 1; }));
+    for (const char* name : {"megatron", "nemo", "torchtitan", "deepspeed"}) {
+        SCOPED_TRACE(name);
+        const SearchResult r = searched(under(name));
+        ASSERT_FALSE(r.best.empty());
+        EXPECT_LT(r.stats.candidates, all.stats.candidates);
+        for (const SearchHit& h : r.best) {
+            EXPECT_EQ(h.layout.tp_rows, 1);
+            EXPECT_EQ(h.layout.order, RankOrder::tp_cp_dp);
+        }
+    }
+    // TorchTitan: DDP or FSDP2 (ZeRO 0, 2, 3), never ZeRO-1; no Ulysses.
+    for (const SearchHit& h : searched(under("torchtitan")).best) {
+        EXPECT_NE(h.layout.zero, 1);
+        EXPECT_TRUE(h.layout.cp == 1 || h.layout.cp_kind != CpKind::ulysses);
+    }
+    // DeepSpeed: plain 1F1B (vp 1) and Ulysses as its only context parallelism.
+    const SearchResult ds = searched(under("deepspeed"));
+    EXPECT_TRUE(some(ds, [](const ParallelConfig& p) { return p.cp > 1; }));
+    for (const SearchHit& h : ds.best) {
+        EXPECT_EQ(h.layout.vp, 1);
+        EXPECT_TRUE(h.layout.cp == 1 || h.layout.cp_kind == CpKind::ulysses);
+    }
+}
+
+TEST(Frameworks, AHeldFieldTheFrameworkLacksIsNamed) {
+    LayoutConstraints f;
+    f.tp_rows = 2;
+    EXPECT_EQ(restrict_to(f, *framework_named("megatron")).error().path, "parallel.tp_rows");
+    f = {};
+    f.vp = 4;
+    EXPECT_EQ(restrict_to(f, *framework_named("deepspeed")).error().path, "parallel.vp");
+    EXPECT_TRUE(restrict_to(f, *framework_named("megatron")).ok());
+    f = {};
+    f.zero = 1;
+    EXPECT_EQ(restrict_to(f, *framework_named("torchtitan")).error().path, "parallel.zero");
+    f = {};
+    f.cp_kind = CpKind::ring;
+    f.cp = 4;
+    EXPECT_EQ(restrict_to(f, *framework_named("deepspeed")).error().path, "parallel.cp_kind");
+    f.cp = 1;  // at cp 1 the kind is no kind
+    EXPECT_TRUE(restrict_to(f, *framework_named("deepspeed")).ok());
+    f = {};
+    f.order = RankOrder::dp_tp_cp;
+    EXPECT_EQ(restrict_to(f, *framework_named("nemo")).error().path, "parallel.order");
+    EXPECT_EQ(framework_named("jax"), nullptr);
+}
+
+// Headroom is memory the search may not use: at half the memory every layout kept fits in half,
+// and some layout that fitted before is gone.
+TEST(Frameworks, HeadroomKeepsMemoryFree) {
+    const SearchResult whole = searched({});
+    const SearchResult half = searched({}, 0.5);
+    const double capacity = system_preset("dgx-a100-40gb").accel.memory_bytes;
+    EXPECT_LT(half.stats.feasible, whole.stats.feasible);
+    for (const SearchHit& h : half.best) EXPECT_LE(h.result.memory.peak_bytes_per_gpu, 0.5 * capacity);
+    EXPECT_TRUE(std::any_of(whole.best.begin(), whole.best.end(),
+                            [&](const SearchHit& h) { return h.result.memory.peak_bytes_per_gpu > 0.5 * capacity; }));
+}
+
+SearchHit hit(double score, int64_t zero, int64_t microbatch = 1, RankOrder order = RankOrder::tp_cp_dp) {
+    SearchHit h;
+    h.score = score;
+    h.layout.tp = 8;
+    h.layout.dp = 4;
+    h.layout.zero = zero;
+    h.layout.microbatch = microbatch;
+    h.layout.order = order;
+    return h;
+}
+
+TEST(Frameworks, TwinsFoldIntoTheBetterLayout) {
+    // 1.000 and its ZeRO-2 twin at 1.004 (0.4%): one row; the twin at 1.006 (0.6%) is its own row;
+    // a micro-batch of 2 at 1.001 is another layout; the order twin at 1.002 folds too.
+    const std::vector<SearchHit> hits = {hit(1.000, 1), hit(1.001, 1, 2), hit(1.002, 1, 1, RankOrder::dp_tp_cp), hit(1.004, 2),
+                                         hit(1.006, 3), hit(1.5, 0, 4)};
+    const std::vector<FoldedHit> f = fold_twins(hits, 10, 0.005);
+    ASSERT_EQ(f.size(), 4u);
+    EXPECT_EQ(f[0].hit.score, 1.000);
+    EXPECT_EQ(f[0].twins, 2);
+    EXPECT_EQ(f[1].hit.layout.microbatch, 2);
+    EXPECT_EQ(f[1].twins, 0);
+    EXPECT_EQ(f[2].hit.score, 1.006);
+    EXPECT_EQ(f[3].hit.score, 1.5);
+    // k rows at most; twins of a kept row still fold after the list is full.
+    const std::vector<FoldedHit> two = fold_twins(hits, 2, 0.005);
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_EQ(two[0].twins, 2);
+    // Without tolerance nothing folds.
+    EXPECT_EQ(fold_twins(hits, 10, 0.0).size(), hits.size());
+}
+
+}  // namespace
+}  // namespace sm
