@@ -12,6 +12,7 @@
 #include "cli/common.hpp"
 #include "cli/quick_flags.hpp"
 #include "cli/interrupt.hpp"
+#include "io/launch_settings.hpp"
 #include "io/provenance.hpp"
 #include "search/frameworks.hpp"
 #include "search/search.hpp"
@@ -200,6 +201,7 @@ Runner add_search(CLI::App& app, const Io& io) {
         bool no_progress = false;
         bool keep_twins = false;
         std::string framework;
+        std::string emit;
         double headroom = 0;
         QuickFlags quick;
     };
@@ -229,6 +231,9 @@ Runner add_search(CLI::App& app, const Io& io) {
         ->check(CLI::IsMember(names));
     cmd->add_option("--memory-headroom", o->headroom, "fraction of GPU memory kept free (0.1: layouts use at most 90%)")
         ->check(CLI::Range(0.0, 0.9));
+    cmd->add_option("--emit", o->emit, "print the best layout as that framework's launch arguments (instead of the table)")
+        ->check(CLI::IsMember(training_launch_targets()))
+        ->excludes("--format");
     cmd->add_flag("--keep-twins", o->keep_twins,
                   "list layouts within 0.5% that differ from a better one only in ZeRO stage, rank order or CP kind (folded by default)");
     return [cmd, o, &io]() -> int {
@@ -326,6 +331,11 @@ Runner add_search(CLI::App& app, const Io& io) {
             doc["objective"] = to_string(opt.objective);
             doc["results"] = results;
             doc["overrides"] = overrides_json(o->sets);
+            if (!o->emit.empty() && !shown.empty()) {
+                Expected<std::string> launch = training_launch(s, shown.front().hit.layout, o->emit);
+                if (!launch) return bad_input(io, launch.error());
+                return emit_checked(io, doc, launch.value());
+            }
             int rc = kExitOk;
             switch (fmt_out) {
                 case Format::json: rc = emit_json(io, doc); break;

@@ -11,6 +11,7 @@
 #include "cli/quick_flags.hpp"
 #include "io/csv.hpp"
 #include "io/energy_report.hpp"
+#include "io/launch_settings.hpp"
 #include "io/serve_report.hpp"
 #include "search/serve_search.hpp"
 
@@ -177,6 +178,7 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         bool disaggregated = false;
         std::string objective = "tokens_per_gpu";
         double headroom = 0;
+        std::string emit;
         QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
@@ -199,6 +201,10 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
                     "what the best maximises: tokens_per_gpu (output tokens/s per GPU; at one price per GPU-hour also tokens per "
                     "dollar) or tokens_per_j (output tokens per joule; needs the system's energy figures)")
         ->check(CLI::IsMember({"tokens_per_gpu", "tokens_per_j"}));
+    cmd->add_option("--emit", o->emit, "print the best configuration as that engine's launch command (instead of the table)")
+        ->check(CLI::IsMember(serving_launch_targets()))
+        ->excludes("--format")
+        ->excludes("--disaggregated");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
@@ -230,6 +236,13 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         if (bar) io.err << "\r\033[K" << std::flush;
         Json j = result_json(*s, gpus, t, r);
         if (o->headroom > 0) j["memory_headroom"] = o->headroom;
+        if (!o->emit.empty()) {
+            if (r.best.empty())
+                return bad_input(io, InputError{"--emit", o->emit, "a configuration that meets the targets: none does; relax --ttft-ms or --tpot-ms"});
+            Expected<std::string> launch = serving_launch(*s, r.best.front().layout, r.best.front().point, o->emit);
+            if (!launch) return bad_input(io, launch.error());
+            return emit_checked(io, j, launch.value());
+        }
         std::optional<DisaggResult> d;
         if (o->disaggregated) {
             d = disaggregated_search({s->model, s->system, s->inference}, gpus, t, o->top);

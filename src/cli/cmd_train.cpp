@@ -4,6 +4,7 @@
 #include "cli/common.hpp"
 #include "cli/quick_flags.hpp"
 #include "cli/train_run.hpp"
+#include "io/launch_settings.hpp"
 #include "io/op_table.hpp"
 
 namespace sm::cli {
@@ -29,6 +30,7 @@ Runner add_train(CLI::App& app, const Io& io) {
         std::string format = "text";
         bool ops = false;
         bool stages = false;
+        std::string emit;
         QuickFlags quick;
     };
     auto o = std::make_shared<Opts>();
@@ -37,12 +39,21 @@ Runner add_train(CLI::App& app, const Io& io) {
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
     add_quick_flags(cmd, o->quick, kQuickTraining | kQuickGpus);
+    cmd->add_option("--emit", o->emit, "print the layout as that framework's launch arguments (instead of the report)")
+        ->check(CLI::IsMember(training_launch_targets()))
+        ->excludes("--format");
     cmd->add_flag("--stages", o->stages, "also show each pipeline GPU: its layers, one micro-batch's time, its memory");
     cmd->add_flag("--ops", o->ops, "also show the per-GPU op list of one micro-batch (shapes, FLOP, bytes, times)");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         auto s = load(io, o->scenario, o->sets, Purpose::train, &o->quick);
         if (!s) return bad_input(io, s.error());
+        if (!o->emit.empty()) {
+            Expected<std::string> launch = training_launch(*s, s->parallel, o->emit);
+            if (!launch) return bad_input(io, launch.error());
+            io.out << launch.value();
+            return kExitOk;
+        }
         const TrainRun run = run_train(io, *s, o->ops);
         const TrainResult& r = run.result;
         const std::vector<StageReport>& stages = run.stages;
