@@ -30,6 +30,7 @@ bench: build
 docs: build
 	@$(BUILD_DIR)/scalemodel validate --format markdown > docs/VALIDATION.md
 	@bash scripts/preset_schema.sh $(BUILD_DIR)/scalemodel
+	@python3 scripts/readme_examples.py $(BUILD_DIR)/scalemodel
 	@bash scripts/studies.sh $(BUILD_DIR)/scalemodel
 	@bash scripts/gallery.sh $(BUILD_DIR)/scalemodel
 	@python3 scripts/compare-kernels.py data/calibration/h100-kernels.csv presets/systems/dgx-h100.json > docs/KERNELS.md
