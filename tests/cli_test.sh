@@ -357,6 +357,15 @@ bad "--memory-headroom" search --model llama3-8b --system dgx-h100 --gpus 16 --b
 bad "--memory-headroom" serve-search --model llama3-8b --system dgx-h100 --gpus 8 --memory-headroom -0.1
 bad "parallel.tp_rows: got 2" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron --set parallel.tp_rows=2
 bad "parallel.vp: got 2" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework deepspeed --set parallel.vp=2
+WANT='--tensor-model-parallel-size' good search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron --emit megatron
+WANT='[parallelism]' good train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit torchtitan
+WANT='--max-num-seqs' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit vllm
+bad "--emit" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit vllm
+bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit megatron
+bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit vllm --format json
+bad "--emit: got megatron for tp 8 as a" train --model llama3-8b --system dgx-h100 --gpus 8 --set parallel.tp=8 --set parallel.tp_rows=2 --emit megatron
+bad "--emit: got torchtitan for ZeRO 1" train --model llama3-8b --system dgx-h100 --gpus 8 --set parallel.zero=1 --emit torchtitan
+bad "--emit: got vllm; a configuration that meets the targets" serve-search --model llama3.1-70b --system dgx-h100 --gpus 8 --isl 1024 --osl 128 --tpot-ms 0.001 --emit vllm
 bad "SCENARIO: got nothing" search --gpus 8
 bad "SCENARIO: got nothing" infer
 bad "--system: got nothing" search --model llama3-70b --gpus 8 --batch-tokens 8192

@@ -30,7 +30,7 @@ InputError refused(std::string_view target, const std::string& given, const std:
 std::string cp_comm_type(CpKind k) {
     switch (k) {
         case CpKind::ring: return "p2p";
-        case CpKind::all_gather: return "allgather";
+        case CpKind::all_gather: return "all_gather";
         case CpKind::ulysses: return "a2a";
     }
     return "p2p";
@@ -101,20 +101,18 @@ Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
         if (s.training.fp8_recipe == Fp8Recipe::mxfp8) a.push_back({"--fp8-recipe", "mxfp8"});
     }
     if (prec == Precision::fp4) a.push_back({"--fp4-format", "e2m1"});
-    return fmt::format("# Megatron-LM (core_r0.14.0): pretrain_gpt.py arguments for {} on {} GPUs (data parallel {})\n", s.model.name,
+    return fmt::format("# Megatron-LM (core_v0.19.0): pretrain_gpt.py arguments for {} on {} GPUs (data parallel {})\n", s.model.name,
                        p.gpus(), p.dp) +
            as_cli(a, "torchrun ... pretrain_gpt.py");
 }
 
 Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     if (auto e = megatron_refusal(p, "nemo")) return *e;
-    if (p.split != PipelineSplit::even && p.split != PipelineSplit::embedding_loss && p.split != PipelineSplit::embedding &&
-        p.split != PipelineSplit::loss && p.split != PipelineSplit::first_last)
-        return refused("nemo", fmt::format("the {} pipeline split", to_string(p.split)),
-                       "a split NeMo's MegatronStrategy spells (even, first/last stage layers, embedding/loss accounting)");
     std::vector<Setting> a = {{"trainer.strategy.tensor_model_parallel_size", std::to_string(p.tp)},
                               {"trainer.strategy.pipeline_model_parallel_size", std::to_string(p.pp)}};
-    if (p.vp > 1) a.push_back({"trainer.strategy.virtual_pipeline_model_parallel_size", std::to_string(p.vp)});
+    const bool listed = p.split == PipelineSplit::layout || p.split == PipelineSplit::fill || p.split == PipelineSplit::uniform;
+    if (listed) a.push_back({"trainer.strategy.pipeline_model_parallel_layout", "\"" + layout_of(s, p) + "\""});
+    if (p.vp > 1 && !listed) a.push_back({"trainer.strategy.virtual_pipeline_model_parallel_size", std::to_string(p.vp)});
     if (p.first_stage_layers > 0) a.push_back({"trainer.strategy.num_layers_in_first_pipeline_stage", std::to_string(p.first_stage_layers)});
     if (p.last_stage_layers > 0) a.push_back({"trainer.strategy.num_layers_in_last_pipeline_stage", std::to_string(p.last_stage_layers)});
     if (p.split == PipelineSplit::embedding || p.split == PipelineSplit::embedding_loss)
@@ -130,7 +128,7 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     a.push_back({"data.micro_batch_size", std::to_string(p.microbatch)});
     a.push_back({"data.global_batch_size", std::to_string(s.training.global_batch)});
     a.push_back({"data.seq_length", std::to_string(s.model.seq_len)});
-    std::string t = fmt::format("# NeMo 2 (2.4): recipe overrides for {} on {} GPUs (data parallel {}), e.g. "
+    std::string t = fmt::format("# NeMo 2 (2.6): recipe overrides for {} on {} GPUs (data parallel {}), e.g. "
                                 "`nemo llm pretrain --factory RECIPE KEY=VALUE ...`\n",
                                 s.model.name, p.gpus(), p.dp);
     for (const Setting& x : a) t += x.name + "=" + x.value + "\n";
@@ -154,8 +152,11 @@ Expected<std::string> torchtitan(const Scenario& s, const ParallelConfig& p) {
     if (p.zero == 1) return refused("torchtitan", "ZeRO 1", "ZeRO 0 (DDP), 2 or 3 (FSDP2); search with --framework torchtitan");
     if (p.cp > 1 && p.cp_kind == CpKind::ulysses)
         return refused("torchtitan", "Ulysses context parallelism", "ring or all-gather context parallelism; search with --framework torchtitan");
-    if (p.split != PipelineSplit::even && p.split != PipelineSplit::uniform)
+    if (p.split != PipelineSplit::even)
         return refused("torchtitan", fmt::format("the {} pipeline split", to_string(p.split)), "an even split of the layers");
+    if (s.training.precision == Precision::fp16 || s.training.precision == Precision::fp4)
+        return refused("torchtitan", fmt::format("{} training", to_string(s.training.precision)),
+                       "bf16 or fp8 (training.mixed_precision_param bfloat16, the float8 converter) or fp32");
     std::map<std::string, std::vector<Setting>> sections;
     auto& par = sections["parallelism"];
     const bool sharded = p.zero >= 2;
@@ -176,10 +177,11 @@ Expected<std::string> torchtitan(const Scenario& s, const ParallelConfig& p) {
     tr.push_back({"global_batch_size", std::to_string(s.training.global_batch)});
     tr.push_back({"local_batch_size", std::to_string(s.training.global_batch / p.dp)});
     tr.push_back({"seq_len", std::to_string(s.model.seq_len)});
-    tr.push_back({"mixed_precision_param", s.training.precision == Precision::fp16 ? "\"float16\"" : "\"bfloat16\""});
+    const bool full = s.training.precision == Precision::fp32 || s.training.precision == Precision::tf32;
+    tr.push_back({"mixed_precision_param", full ? "\"float32\"" : "\"bfloat16\""});
     sections["activation_checkpoint"].push_back({"mode", fmt::format("\"{}\"", to_string(p.recompute))});
     if (s.training.precision == Precision::fp8) sections["model"].push_back({"converters", "[\"float8\"]"});
-    std::string t = fmt::format("# TorchTitan (v0.1.0): the job config's TOML for {} on {} GPUs{}\n", s.model.name, p.gpus(),
+    std::string t = fmt::format("# TorchTitan (v0.2.2): the job config's TOML for {} on {} GPUs{}\n", s.model.name, p.gpus(),
                                 p.tp > 1 && !p.sequence_parallel ? " (its tensor parallelism always shards the sequence too)" : "");
     for (const auto& [name, settings] : sections) {
         t += "[" + name + "]\n";
@@ -233,7 +235,7 @@ Expected<std::string> sglang(const Scenario& s, const ParallelConfig& p, const S
     a.push_back({"--mem-fraction-static", fmt::format("{:g}", s.inference.kv_cache_memory_fraction)});
     if (s.inference.kv_precision == Precision::fp8) a.push_back({"--kv-cache-dtype", "fp8_e4m3"});
     if (s.inference.weight_precision == Precision::fp8) a.push_back({"--quantization", "fp8"});
-    return fmt::format("# SGLang (v0.5.4): {} at {} requests in flight per replica; MODEL: its checkpoint\n", s.model.name, pt.concurrency) +
+    return fmt::format("# SGLang (main, 2026): {} at {} requests in flight per replica; MODEL: its checkpoint\n", s.model.name, pt.concurrency) +
            as_cli(a, "python3 -m sglang.launch_server");
 }
 
@@ -253,7 +255,7 @@ Expected<std::string> trtllm(const Scenario& s, const ParallelConfig& p, const S
     if (s.model.moe.enabled()) yaml += fmt::format("moe_tensor_parallel_size: {}\n", p.expert_tp());
     yaml += fmt::format("cuda_graph_config:\n  max_batch_size: {}\n", std::min(pt.concurrency, s.inference.cuda_graph_max_batch));
     if (s.inference.kv_precision == Precision::fp8) yaml += "kv_cache_config:\n  dtype: fp8\n";
-    return fmt::format("# TensorRT-LLM (1.1): {} at {} requests in flight{}; MODEL: its checkpoint\n", s.model.name, pt.concurrency,
+    return fmt::format("# TensorRT-LLM (main, 2026): {} at {} requests in flight{}; MODEL: its checkpoint\n", s.model.name, pt.concurrency,
                        p.dp > 1 && !dpa ? fmt::format(", one of {} instances behind a router", p.dp) : dpa ? " per attention rank" : "") +
            as_cli(a, "trtllm-serve $MODEL") + "# extra.yaml:\n" + yaml;
 }

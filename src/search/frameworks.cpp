@@ -16,15 +16,15 @@ constexpr unsigned kAllCp = bit(CpKind::ring) | bit(CpKind::all_gather) | bit(Cp
 const std::vector<Framework>& frameworks() {
     static const std::vector<Framework> all = {
         // --use-distributed-optimizer (ZeRO-1); Megatron-FSDP's --data-parallel-sharding-strategy
-        // optim_grads / optim_grads_params (ZeRO-2/3); --cp-comm-type p2p | allgather | a2a;
+        // optim_grads / optim_grads_params (ZeRO-2/3); --cp-comm-type p2p | all_gather | a2a;
         // --num-layers-per-virtual-pipeline-stage; parallel_state's order "tp-cp-ep-dp-pp".
-        {"megatron", "Megatron-LM core_r0.14.0, megatron/training/arguments.py and megatron/core/parallel_state.py", 0xF, kAllCp, true},
+        {"megatron", "Megatron-LM core_v0.19.0, data/frameworks/megatron.txt", 0xF, kAllCp, true},
         // NeMo 2 and Megatron-Bridge configure Megatron-Core: the same space.
-        {"nemo", "NeMo 2.x / Megatron-Bridge recipes on Megatron-Core core_r0.14.0 (MegatronStrategy, DistributedDataParallelConfig)", 0xF,
+        {"nemo", "NeMo 2.6 MegatronStrategy on Megatron-Core, data/frameworks/nemo.txt", 0xF,
          kAllCp, true},
         // DDP (dp_replicate), FSDP2 with reshard_after_forward never (ZeRO-2) or always (ZeRO-3);
         // context parallelism rotates K/V by all-gather or all-to-all (ring); Interleaved1F1B.
-        {"torchtitan", "TorchTitan v0.1.0, torchtitan/config/job_config.py (Parallelism)", 0b1101, bit(CpKind::ring) | bit(CpKind::all_gather),
+        {"torchtitan", "TorchTitan v0.2.2, data/frameworks/torchtitan.txt", 0b1101, bit(CpKind::ring) | bit(CpKind::all_gather),
          true},
         // ZeRO stages 0-3; DeepSpeed-Ulysses sequence parallelism (all-to-all); the pipeline engine
         // runs plain 1F1B.
