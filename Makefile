@@ -14,7 +14,9 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-run: build
+# The first answer needs only the binary: tests, benchmarks and the Python module wait for `make build`/`make test`.
+run: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target scalemodel
 	@$(BUILD_DIR)/scalemodel search examples/search-gpt3-175b.json --gpus 1024 --top 10
 
 # CTEST_ARGS: more ctest arguments (.ci/run's sanitized run leaves out the largest brute-force spaces).

@@ -366,6 +366,8 @@ bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit 
 bad "--emit: got megatron for tp 8 as a" train --model llama3-8b --system dgx-h100 --gpus 8 --set parallel.tp=8 --set parallel.tp_rows=2 --emit megatron
 bad "--emit: got torchtitan for ZeRO 1" train --model llama3-8b --system dgx-h100 --gpus 8 --set parallel.zero=1 --emit torchtitan
 bad "--emit: got vllm; a configuration that meets the targets" serve-search --model llama3.1-70b --system dgx-h100 --gpus 8 --isl 1024 --osl 128 --tpot-ms 0.001 --emit vllm
+WANT='the nearest GPU counts where a layout fits in memory: 2 or 4' good serve-search --model llama3-70b --system dgx-h100 --gpus 3 --isl 100 --osl 10
+WANT='"nearest_gpus": [' good serve-search --model llama3-70b --system dgx-h100 --gpus 3 --isl 100 --osl 10 --format json
 bad "SCENARIO: got nothing" search --gpus 8
 bad "SCENARIO: got nothing" infer
 bad "--system: got nothing" search --model llama3-70b --gpus 8 --batch-tokens 8192

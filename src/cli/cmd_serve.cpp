@@ -19,6 +19,28 @@ namespace sm::cli {
 
 namespace {
 
+// The GPU counts nearest to `gpus` (one below, one above, within 2x) at which some serving layout
+// holds the model and a request in memory.
+std::vector<int64_t> nearest_fitting_counts(const InferContext& c, int64_t gpus) {
+    const auto fits = [&](int64_t n) { return !serve_search(c, n, ServeTargets{}, 1).pareto.empty(); };
+    std::vector<int64_t> found;
+    for (int64_t n = gpus - 1; n >= std::max<int64_t>(1, gpus / 2); --n)
+        if (fits(n)) {
+            found.push_back(n);
+            break;
+        }
+    for (int64_t n = gpus + 1; n <= std::min<int64_t>(4096, 2 * gpus); ++n)
+        if (fits(n)) {
+            found.push_back(n);
+            break;
+        }
+    return found;
+}
+
+}  // namespace
+
+namespace {
+
 const char* objective_name(ServeObjective o) { return o == ServeObjective::tokens_per_joule ? "tokens_per_j" : "tokens_per_gpu"; }
 
 // A configuration's keys; its energy and price keys as `infer --concurrency` gives them.
@@ -236,6 +258,15 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         if (bar) io.err << "\r\033[K" << std::flush;
         Json j = result_json(*s, gpus, t, r);
         if (o->headroom > 0) j["memory_headroom"] = o->headroom;
+        // Nothing fits at all (no point even on the Pareto front): say which GPU counts would hold one.
+        std::string nearest;
+        if (r.pareto.empty()) {
+            const std::vector<int64_t> near = nearest_fitting_counts({s->model, s->system, s->inference}, gpus);
+            j["nearest_gpus"] = near;
+            for (int64_t n : near) nearest += fmt::format("{}{}", nearest.empty() ? "" : " or ", n);
+            nearest = nearest.empty() ? "  no GPU count within 2x of this one holds the model\n"
+                                      : fmt::format("  the nearest GPU counts where a layout fits in memory: {}\n", nearest);
+        }
         if (!o->emit.empty()) {
             if (r.best.empty())
                 return bad_input(io, InputError{"--emit", o->emit, "a configuration that meets the targets: none does; relax --ttft-ms or --tpot-ms"});
@@ -253,7 +284,12 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(io, j);
             case Format::csv: return emit_checked(io, j, d ? disagg_csv(*s, *d) : hits_csv(*s, r));
-            case Format::text: return emit_checked(io, j, headroom + hits_text(*s, gpus, t, r) + (d ? disagg_text(*s, *d, r) : std::string()));
+            case Format::text: {
+                std::string text = hits_text(*s, gpus, t, r);
+                const size_t front = text.find("\nPareto front");
+                text.insert(front == std::string::npos ? text.size() : front, nearest);
+                return emit_checked(io, j, headroom + text + (d ? disagg_text(*s, *d, r) : std::string()));
+            }
         }
         return kExitOk;
     };
