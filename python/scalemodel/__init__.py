@@ -4,8 +4,8 @@ Every function takes a scenario as a dict, a JSON string or a file path (str or 
 and `overrides` as a dict of dotted paths, e.g. ``{"parallel.tp": 4, "system.preset": "dgx-h100"}``
 (the command line's ``--set PATH=VALUE``). Results are plain dicts with the keys of SPEC.md; the
 tables inside them (search results, sweep points, op lists, rooflines, validation rows, ...) are
-pandas DataFrames when pandas is installed and ``tables=True`` (the default), lists of dicts
-otherwise.
+pandas DataFrames with ``tables=True`` (the default; without pandas that raises ImportError saying
+so), lists of dicts with ``tables=False``.
 
 Bad input raises :class:`InputError` with the one-line message the command line prints; notes and
 warnings the command line writes to stderr (e.g. "needs 90 GiB per GPU") arrive as
@@ -121,8 +121,9 @@ def _call(command: str, scenario: Optional[Scenario], extra: Iterable[str], over
 def _frame(rows: list) -> Any:
     try:
         import pandas as pd
-    except ImportError:  # pandas is optional: lists of dicts then
-        return rows
+    except ImportError as e:  # no silent change of type: say what is missing and the way round it
+        raise ImportError("scalemodel: tables=True (the default) returns pandas DataFrames and pandas is not installed "
+                          "(Debian: apt install python3-pandas); pass tables=False for lists of dicts") from e
     return pd.json_normalize(rows, sep=".")
 
 

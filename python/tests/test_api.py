@@ -180,3 +180,20 @@ def test_help_is_enough():
     doc = sm.train.__doc__
     for word in ("scenario", "overrides", "step_time_s", "InputError"):
         assert word in doc
+
+
+def test_tables_without_pandas_say_so(monkeypatch, examples):
+    """No silent lists: without pandas, tables=True raises an ImportError naming pandas; tables=False works."""
+    import builtins
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("No module named 'pandas'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    path = str(examples / "search-gpt3-175b.json")
+    with pytest.raises(ImportError, match="pandas"):
+        sm.search(path, 512, {"parallel.tp": 8}, top=2, threads=1)
+    assert isinstance(sm.search(path, 512, {"parallel.tp": 8}, top=2, threads=1, tables=False)["results"], list)
