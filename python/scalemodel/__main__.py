@@ -72,6 +72,37 @@ def plot_main(argv: list[str]) -> int:
     import scalemodel as sm
     from scalemodel import plot as smp
 
+    # A chart that takes more than two seconds (a search, an attribution) says so on a terminal's
+    # stderr, then how long it took (SCALEMODEL_PLOT_PROGRESS_S: another delay, and off a terminal too).
+    import os
+    import threading
+    import time
+
+    started = time.monotonic()
+    announced = threading.Event()
+
+    def announce() -> None:
+        announced.set()
+        sys.stderr.write(f"scalemodel plot: computing the {a.kind} chart ...\n")
+        sys.stderr.flush()
+
+    delay = os.environ.get("SCALEMODEL_PLOT_PROGRESS_S")
+    timer = threading.Timer(float(delay) if delay else PROGRESS_AFTER_S, announce)
+    timer.daemon = True
+    if delay or sys.stderr.isatty():
+        timer.start()
+    try:
+        return _draw(a, sm, smp)
+    finally:
+        timer.cancel()
+        if announced.is_set():
+            sys.stderr.write(f"scalemodel plot: done in {time.monotonic() - started:.1f} s\n")
+
+
+PROGRESS_AFTER_S = 2.0
+
+
+def _draw(a, sm, smp) -> int:
     try:
         over = _overrides(a.set)
         systems = a.systems.split(",") if a.systems else None

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter, NullLocator
+from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 __all__ = ["breakdown", "memory", "roofline", "scaling", "sweep", "waterfall", "pareto", "PALETTE"]
 
@@ -90,14 +90,38 @@ def _finish(fig: Figure, path: Optional[str]) -> Figure:
     return fig
 
 
-def _layout_label(r: Mapping[str, Any]) -> str:
-    p = r.get("parallel", {})
-    s = f"tp{p.get('tp', 1)} pp{p.get('pp', 1)} dp{p.get('dp', 1)}"
-    if p.get("cp", 1) != 1:
-        s += f" cp{p['cp']}"
-    if p.get("ep", 1) != 1:
-        s += f" ep{p['ep']}"
-    return s
+# The layout fields a label names when they tell the bars apart: (key, spelling, default).
+_LABEL_FIELDS = [("cp", "cp{}", 1), ("ep", "ep{}", 1), ("vp", "vp{}", 1), ("microbatch", "mb{}", 1), ("zero", "ZeRO{}", 0),
+                 ("recompute", "rc:{}", "none"), ("sequence_parallel", "SP:{}", False)]
+
+
+def _layout_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One label per bar, never two alike: tp/pp/dp, then every other field that differs between
+    the bars (or is not its default), then a rank when two layouts still read the same."""
+    pars = [r.get("parallel", {}) for r in runs]
+    labels = []
+    for p in pars:
+        rows = p.get("tp_rows", 1)
+        tp = f"{rows}x{p.get('tp', 1) // rows}" if rows > 1 else str(p.get("tp", 1))
+        s = f"tp{tp} pp{p.get('pp', 1)} dp{p.get('dp', 1)}"
+        for key, spelling, default in _LABEL_FIELDS:
+            values = {str(q.get(key, default)) for q in pars}
+            if len(values) > 1 or p.get(key, default) != default:
+                v = p.get(key, default)
+                s += " " + spelling.format("on" if v is True else "off" if v is False else v)
+        labels.append(s)
+    if len(set(labels)) < len(labels):
+        labels = [f"#{i + 1} {s}" for i, s in enumerate(labels)]
+    return labels
+
+
+def _bar_axis(ax, labels: Sequence[str]) -> list[int]:
+    """Bars at 0, 1, ... (a category axis would stack two equal labels on one bar), their labels
+    slanted when long or many, so that they never overlap."""
+    xs = list(range(len(labels)))
+    slant = len(labels) > 3 or sum(len(l) for l in labels) > 60
+    ax.set_xticks(xs, labels, rotation=30 if slant else 0, ha="right" if slant else "center", fontsize=8 if slant else None)
+    return xs
 
 
 def _results(data: Any) -> list[dict]:
@@ -117,19 +141,19 @@ def breakdown(data: Any, *, labels: Optional[Sequence[str]] = None, title: Optio
     runs = _results(data)
     if labels is None:
         systems = {r.get("system") for r in runs}
-        labels = [str(r.get("system")) if len(systems) > 1 else _layout_label(r) for r in runs]
+        labels = [str(r.get("system")) for r in runs] if len(systems) > 1 else _layout_labels(runs)
     fig, ax = _canvas(ax)
+    xs = _bar_axis(ax, labels)
     bottom = [0.0] * len(runs)
     for i, (key, name) in enumerate(BREAKDOWN_PARTS):
         vals = [float(r["breakdown"].get(key, 0.0)) for r in runs]
         if not any(v > 0 for v in vals):
             continue
-        ax.bar(labels, vals, bottom=bottom, label=name, color=PALETTE[i % len(PALETTE)], gid=f"breakdown:{key}")
+        ax.bar(xs, vals, bottom=bottom, label=name, color=PALETTE[i % len(PALETTE)], gid=f"breakdown:{key}")
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_ylabel("time per training step (s)")
     ax.set_title(title or f"Step time of {runs[0].get('model', 'the model')}: where it goes")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.tick_params(axis="x", labelrotation=20 if len(runs) > 3 else 0)
     return _finish(fig, path)
 
 
@@ -139,12 +163,13 @@ def memory(data: Any, *, labels: Optional[Sequence[str]] = None, title: Optional
     runs = _results(data)
     if labels is None:
         systems = {r.get("system") for r in runs}
-        labels = [str(r.get("system")) if len(systems) > 1 else _layout_label(r) for r in runs]
+        labels = [str(r.get("system")) for r in runs] if len(systems) > 1 else _layout_labels(runs)
     fig, ax = _canvas(ax)
+    xs = _bar_axis(ax, labels)
     bottom = [0.0] * len(runs)
     for i, (key, name) in enumerate(MEMORY_PARTS):
         vals = [float(r["memory"].get(key, 0.0)) / GIB for r in runs]
-        ax.bar(labels, vals, bottom=bottom, label=name, color=PALETTE[i % len(PALETTE)], gid=f"memory:{key}")
+        ax.bar(xs, vals, bottom=bottom, label=name, color=PALETTE[i % len(PALETTE)], gid=f"memory:{key}")
         bottom = [b + v for b, v in zip(bottom, vals)]
     for x, r in enumerate(runs):
         cap = float(r["memory"].get("capacity_bytes", 0.0)) / GIB
@@ -311,6 +336,11 @@ def waterfall(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, p
     ax.text(len(factors), level * 1.03, f"{level:.2f}x", ha="center", va="bottom", fontsize=8, weight="bold")
     ax.set_xticks(range(len(factors) + 1), names + ["total"], rotation=30, ha="right")
     ax.set_yscale("log")
+    # Speed-ups as "1.5x" on every tick: a log axis over less than a decade otherwise labels its
+    # minor ticks in scientific notation ("2.75 x 10^0").
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.axhline(1.0, color="black", lw=0.8)
     obj = doc.get("objective", "")
     ax.set_ylabel(f"speed-up of the {LABELS.get(obj, obj or 'objective')} (x, log scale)")
@@ -329,6 +359,20 @@ def pareto(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path
                    color=PALETTE[1], marker="x", label="best under the targets", zorder=3, gid="pareto:best")
     ax.plot([p["output_tokens_per_s_per_user"] for p in front], [p["output_tokens_per_s_per_gpu"] for p in front],
             marker="o", color=PALETTE[0], label="Pareto front", gid="pareto:front")
+    # Each front point's layout and concurrency; points that miss the TTFT target hollow.
+    ttft = float(doc.get("ttft_target_s") or 0.0)
+    tpot = float(doc.get("tpot_target_s") or 0.0)
+    slow = [p for p in front if ttft > 0 and p["ttft_s"] > ttft]
+    if slow:
+        ax.scatter([p["output_tokens_per_s_per_user"] for p in slow], [p["output_tokens_per_s_per_gpu"] for p in slow], s=60,
+                   facecolors="white", edgecolors=PALETTE[0], zorder=4, label=f"misses TTFT {ttft * 1e3:g} ms", gid="pareto:slow")
+    for p in front:
+        ax.annotate(f"tp{p['tp']} pp{p['pp']} dp{p['dp']}" + (f" ep{p['ep']}" if p.get("ep", 1) > 1 else "") + f" C{p['concurrency']}",
+                    (p["output_tokens_per_s_per_user"], p["output_tokens_per_s_per_gpu"]), textcoords="offset points", xytext=(4, 4),
+                    fontsize=6, color="#444444", gid="pareto:label")
+    # A TPOT target is a floor on tokens/s per user: 1 / TPOT.
+    if tpot > 0:
+        ax.axvline(1.0 / tpot, color=PALETTE[3], ls="--", lw=1, label=f"TPOT target {tpot * 1e3:g} ms", gid="pareto:tpot_target")
     ax.set_xlabel("output tokens/s per user")
     ax.set_ylabel("output tokens/s per GPU")
     ax.grid(True, alpha=0.3)

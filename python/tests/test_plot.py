@@ -127,5 +127,51 @@ def test_pareto_front(examples, tmp_path):
     assert "per GPU" in fig.axes[0].get_ylabel() and "per user" in fig.axes[0].get_xlabel()
 
 
+def test_every_listed_layout_gets_its_own_bar(tmp_path):
+    """Five search results are five bars with five labels, also when two layouts would read alike
+    by tp/pp/dp (a category axis stacked equal labels on one bar: --top 5 drew 2)."""
+    runs = [{"model": "m", "system": "s", "breakdown": {"compute_s": 1.0 + i}, "memory": {"weights_bytes": 2.0 ** 30},
+             "parallel": {"tp": 8, "pp": 2, "dp": 4, "zero": z, "microbatch": mb}}
+            for i, (z, mb) in enumerate([(1, 1), (2, 1), (1, 2), (1, 1), (1, 1)])]
+    for draw, prefix in ((smp.breakdown, "breakdown:"), (smp.memory, "memory:weights")):
+        fig = draw(runs, path=str(tmp_path / "b.png"))
+        centres = sorted({round(p.get_x() + p.get_width() / 2, 6) for p in bars(fig, prefix)})
+        assert centres == [0, 1, 2, 3, 4]
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert len(set(ticks)) == 5 and ticks[1].startswith("#2 tp8 pp2 dp4") and "ZeRO2" in ticks[1] and "mb2" in ticks[2]
+        assert fig.axes[0].get_xticklabels()[0].get_rotation() == 30  # five long labels: slanted, not overlapping
+    labels = smp._layout_labels([{"parallel": {"tp": 4, "pp": 1, "dp": 2, "cp": 2}}, {"parallel": {"tp": 8, "pp": 1, "dp": 2}}])
+    assert labels == ["tp4 pp1 dp2 cp2", "tp8 pp1 dp2 cp1"]
+
+
+def test_waterfall_ticks_read_as_speedups(tmp_path):
+    """A ratio under one decade: ticks such as 1.5x and 2x, no scientific notation."""
+    doc = {"ratio": 2.75, "objective": "step_time_s", "factors": [{"name": "matrix peak", "speedup": 2.2}, {"name": "HBM", "speedup": 1.25}]}
+    fig = smp.waterfall(doc, path=str(tmp_path / "w.png"))
+    ax = fig.axes[0]
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text()] + [t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()]
+    assert shown and all(t.endswith("x") and "times" not in t and "^" not in t for t in shown), shown
+    assert "1.5x" in shown and "2x" in shown
+
+
+def test_pareto_names_its_layouts_and_draws_the_targets(examples, tmp_path):
+    doc = sm.serve_search(str(examples / "infer-llama2-70b-h100.json"), gpus=8, ttft_ms=300, tpot_ms=40)
+    fig = smp.pareto(doc, path=str(tmp_path / "p.png"))
+    ax = fig.axes[0]
+    target = next(l for l in ax.lines if l.get_gid() == "pareto:tpot_target")
+    assert list(target.get_xdata()) == [pytest.approx(1 / 0.040)] * 2  # 25 tokens/s per user
+    labels = [t for t in ax.texts if t.get_gid() == "pareto:label"]
+    assert len(labels) == len(doc["pareto"])
+    first = sorted(_rows_of(doc["pareto"]), key=lambda p: p["output_tokens_per_s_per_user"])[0]
+    assert labels[0].get_text() == f"tp{first['tp']} pp{first['pp']} dp{first['dp']} C{first['concurrency']}"
+    slow = [p for p in _rows_of(doc["pareto"]) if p["ttft_s"] > 0.3]
+    hollow = [c for c in ax.collections if c.get_gid() == "pareto:slow"]
+    assert (len(hollow[0].get_offsets()) if hollow else 0) == len(slow)
+
+
+def _rows_of(table):
+    return table.to_dict("records") if hasattr(table, "to_dict") else list(table)
+
+
 def test_palette_is_colour_blind_safe():
     assert smp.PALETTE[:8] == ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

@@ -46,3 +46,13 @@ def test_bad_input_is_one_line(examples, tmp_path, args, field):
     assert p.stderr.count("\n") == 1 and p.stderr.startswith("scalemodel: error: ")
     assert field.lower() in p.stderr.lower()
     assert p.stdout == ""
+
+
+def test_a_slow_chart_says_so(examples, tmp_path, monkeypatch):
+    """Past the delay (two seconds on a terminal; here 0) the chart says it is computing, then how long it took."""
+    monkeypatch.setenv("SCALEMODEL_PLOT_PROGRESS_S", "0")
+    out = tmp_path / "b.png"
+    p = cli("plot", "breakdown", str(examples / "gpt3-175b-64xa100.json"), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "scalemodel plot: computing the breakdown chart ..." in p.stderr
+    assert "scalemodel plot: done in " in p.stderr
