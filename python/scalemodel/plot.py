@@ -115,12 +115,25 @@ def _layout_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
+def _wrap(label: str, width: int = 14) -> str:
+    """A label broken at spaces into lines of about `width` characters."""
+    lines, line = [], ""
+    for word in label.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join(lines + [line])
+
+
 def _bar_axis(ax, labels: Sequence[str]) -> list[int]:
-    """Bars at 0, 1, ... (a category axis would stack two equal labels on one bar), their labels
-    slanted when long or many, so that they never overlap."""
+    """Bars at 0, 1, ... (a category axis would stack two equal labels on one bar), each label
+    wrapped to its bar's width; slanted only when there are too many bars for that."""
     xs = list(range(len(labels)))
-    slant = len(labels) > 3 or sum(len(l) for l in labels) > 60
-    ax.set_xticks(xs, labels, rotation=30 if slant else 0, ha="right" if slant else "center", fontsize=8 if slant else None)
+    many = len(labels) > 6
+    ax.set_xticks(xs, labels if many else [_wrap(l) for l in labels], rotation=30 if many else 0, ha="right" if many else "center",
+                  fontsize=7 if many or any(len(l) > 14 for l in labels) else None)
     return xs
 
 
@@ -366,7 +379,15 @@ def pareto(doc: Mapping[str, Any], *, title: Optional[str] = None, ax=None, path
     if slow:
         ax.scatter([p["output_tokens_per_s_per_user"] for p in slow], [p["output_tokens_per_s_per_gpu"] for p in slow], s=60,
                    facecolors="white", edgecolors=PALETTE[0], zorder=4, label=f"misses TTFT {ttft * 1e3:g} ms", gid="pareto:slow")
+    # Labels where they do not collide: a point within 5% of the axes of the last one labelled keeps none.
+    xr = (max(p["output_tokens_per_s_per_user"] for p in front) - min(p["output_tokens_per_s_per_user"] for p in front)) or 1.0
+    yr = (max(p["output_tokens_per_s_per_gpu"] for p in front) - min(p["output_tokens_per_s_per_gpu"] for p in front)) or 1.0
+    last = None
     for p in front:
+        here = (p["output_tokens_per_s_per_user"] / xr, p["output_tokens_per_s_per_gpu"] / yr)
+        if last is not None and math.hypot(here[0] - last[0], here[1] - last[1]) < 0.05:
+            continue
+        last = here
         ax.annotate(f"tp{p['tp']} pp{p['pp']} dp{p['dp']}" + (f" ep{p['ep']}" if p.get("ep", 1) > 1 else "") + f" C{p['concurrency']}",
                     (p["output_tokens_per_s_per_user"], p["output_tokens_per_s_per_gpu"]), textcoords="offset points", xytext=(4, 4),
                     fontsize=6, color="#444444", gid="pareto:label")

@@ -138,8 +138,8 @@ def test_every_listed_layout_gets_its_own_bar(tmp_path):
         centres = sorted({round(p.get_x() + p.get_width() / 2, 6) for p in bars(fig, prefix)})
         assert centres == [0, 1, 2, 3, 4]
         ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-        assert len(set(ticks)) == 5 and ticks[1].startswith("#2 tp8 pp2 dp4") and "ZeRO2" in ticks[1] and "mb2" in ticks[2]
-        assert fig.axes[0].get_xticklabels()[0].get_rotation() == 30  # five long labels: slanted, not overlapping
+        assert len(set(ticks)) == 5 and ticks[1].startswith("#2 tp8 pp2") and "ZeRO2" in ticks[1] and "mb2" in ticks[2]
+        assert all(len(line) <= 16 for t in ticks for line in t.split("\n"))  # wrapped to a bar's width: no overlap
     labels = smp._layout_labels([{"parallel": {"tp": 4, "pp": 1, "dp": 2, "cp": 2}}, {"parallel": {"tp": 8, "pp": 1, "dp": 2}}])
     assert labels == ["tp4 pp1 dp2 cp2", "tp8 pp1 dp2 cp1"]
 
@@ -161,9 +161,10 @@ def test_pareto_names_its_layouts_and_draws_the_targets(examples, tmp_path):
     target = next(l for l in ax.lines if l.get_gid() == "pareto:tpot_target")
     assert list(target.get_xdata()) == [pytest.approx(1 / 0.040)] * 2  # 25 tokens/s per user
     labels = [t for t in ax.texts if t.get_gid() == "pareto:label"]
-    assert len(labels) == len(doc["pareto"])
-    first = sorted(_rows_of(doc["pareto"]), key=lambda p: p["output_tokens_per_s_per_user"])[0]
-    assert labels[0].get_text() == f"tp{first['tp']} pp{first['pp']} dp{first['dp']} C{first['concurrency']}"
+    front = sorted(_rows_of(doc["pareto"]), key=lambda p: p["output_tokens_per_s_per_user"])
+    # Every point labelled but those crowding the last labelled one; the first always.
+    assert 2 <= len(labels) <= len(front)
+    assert labels[0].get_text() == f"tp{front[0]['tp']} pp{front[0]['pp']} dp{front[0]['dp']} C{front[0]['concurrency']}"
     slow = [p for p in _rows_of(doc["pareto"]) if p["ttft_s"] > 0.3]
     hollow = [c for c in ax.collections if c.get_gid() == "pareto:slow"]
     assert (len(hollow[0].get_offsets()) if hollow else 0) == len(slow)
