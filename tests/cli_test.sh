@@ -368,6 +368,8 @@ bad "--emit: got torchtitan for ZeRO 1" train --model llama3-8b --system dgx-h10
 bad "--emit: got vllm; a configuration that meets the targets" serve-search --model llama3.1-70b --system dgx-h100 --gpus 8 --isl 1024 --osl 128 --tpot-ms 0.001 --emit vllm
 WANT='the nearest GPU counts where a layout fits in memory: 2 or 4' good serve-search --model llama3-70b --system dgx-h100 --gpus 3 --isl 100 --osl 10
 WANT='"nearest_gpus": [' good serve-search --model llama3-70b --system dgx-h100 --gpus 3 --isl 100 --osl 10 --format json
+bad "--emit: got megatron; one GPU count" search --model llama3-8b --system dgx-h100 --gpus 8,16 --batch-tokens 131072 --emit megatron
+bad "--emit: got megatron; a layout that fits" search --model llama3-70b --system dgx-h100 --gpus 1 --batch-tokens 8192 --emit megatron
 bad "SCENARIO: got nothing" search --gpus 8
 bad "SCENARIO: got nothing" infer
 bad "--system: got nothing" search --model llama3-70b --gpus 8 --batch-tokens 8192

@@ -274,6 +274,7 @@ Runner add_search(CLI::App& app, const Io& io) {
         note_assumptions(io, s, Purpose::search);
         SearchOptions opt;
         const bool curve = counts.size() > 1;
+        if (curve && !o->emit.empty()) return bad_input(io, {"--emit", o->emit, "one GPU count (--gpus N): the launch settings of its best layout"});
         // Twins are folded from a deeper list, so that --top K still shows K distinct layouts.
         const bool fold = !curve && !o->keep_twins;
         opt.top_k = fold ? o->top * kTwinDepth : o->top;
@@ -309,6 +310,8 @@ Runner add_search(CLI::App& app, const Io& io) {
                                               given.empty() ? "" : " and " + held_text(given, parallel_json(s.parallel)) + " held fixed",
                                               near.empty() ? "" : "; the nearest GPU counts with one: " + near)});
             }
+            if (r.best.empty() && !o->emit.empty())
+                return bad_input(io, {"--emit", o->emit, "a layout that fits in memory: none does at this GPU count"});
             if (r.best.empty() && !interrupted)
                 io.err << fmt::format("scalemodel: warning: no layout of {} GPUs fits in {} per GPU ({} overflow on weights, "
                                          "gradients and optimizer state alone, {} more once activations count)\n",
@@ -331,7 +334,7 @@ Runner add_search(CLI::App& app, const Io& io) {
             doc["objective"] = to_string(opt.objective);
             doc["results"] = results;
             doc["overrides"] = overrides_json(o->sets);
-            if (!o->emit.empty() && !shown.empty()) {
+            if (!o->emit.empty()) {
                 Expected<std::string> launch = training_launch(s, shown.front().hit.layout, o->emit);
                 if (!launch) return bad_input(io, launch.error());
                 return emit_checked(io, doc, launch.value());
