@@ -37,7 +37,7 @@ MODEL_DIRS = ["core", "layout", "model", "hardware", "comm", "parallel", "traini
 EDGE_DIRS = ["io", "cli"]
 # CTest tests that diff generated output against a checked-in file: they catch any change, not a
 # wrong one, so they do not count as killing a mutant.
-SNAPSHOT_TESTS = ["validation_doc_current"]
+SNAPSHOT_TESTS = ["validation_doc_current", "readme_examples_current"]
 EQUIVALENT_FILE = "tests/mutation/equivalent.txt"
 GTEST_BINARY = "scalemodel_tests"  # also its CMake target
 # The brute-force and property searches: about 35 of the unit tests' 45 CPU seconds. They run
