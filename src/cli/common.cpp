@@ -82,7 +82,7 @@ void note_assumptions(const Io& io, const Scenario& s, Purpose purpose) {
     const InferenceSpec& i = s.inference;
     if (purpose == Purpose::infer && !given(s, "inference", nullptr))
         io.err << fmt::format("scalemodel: note: the scenario has no \"inference\" section; assumed batch {}, {} tokens in, "
-                                 "{} out, {} (set inference.batch, input_len, output_len, precision)\n",
+                                 "{} out, {} (set inference.batch, input_len, output_len, precision; or --isl, --osl, --precision)\n",
                                  i.batch, i.input_len, i.output_len, to_string(i.precision));
     if (purpose != Purpose::infer && s.training.precision == Precision::fp4)
         io.err << "scalemodel: warning: fp4 training (training.precision) is not yet production practice; the model "
