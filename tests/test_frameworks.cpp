@@ -100,7 +100,7 @@ TEST(Frameworks, HeadroomKeepsMemoryFree) {
                             [&](const SearchHit& h) { return h.result.memory.peak_bytes_per_gpu > 0.5 * capacity; }));
 }
 
-SearchHit hit(double score, int64_t zero, int64_t microbatch = 1, RankOrder order = RankOrder::tp_cp_dp) {
+SearchHit hit(double score, int64_t zero, int64_t microbatch = 1, RankOrder order = RankOrder::tp_cp_dp, CpKind kind = CpKind::ring) {
     SearchHit h;
     h.score = score;
     h.layout.tp = 8;
@@ -108,18 +108,22 @@ SearchHit hit(double score, int64_t zero, int64_t microbatch = 1, RankOrder orde
     h.layout.zero = zero;
     h.layout.microbatch = microbatch;
     h.layout.order = order;
+    h.layout.cp = 2;
+    h.layout.cp_kind = kind;
     return h;
 }
 
 TEST(Frameworks, TwinsFoldIntoTheBetterLayout) {
     // 1.000 and its ZeRO-2 twin at 1.004 (0.4%): one row; the twin at 1.006 (0.6%) is its own row;
-    // a micro-batch of 2 at 1.001 is another layout; the order twin at 1.002 folds too.
-    const std::vector<SearchHit> hits = {hit(1.000, 1), hit(1.001, 1, 2), hit(1.002, 1, 1, RankOrder::dp_tp_cp), hit(1.004, 2),
-                                         hit(1.006, 3), hit(1.5, 0, 4)};
+    // a micro-batch of 2 at 1.001 is another layout; the order twin at 1.002 and the CP-kind twin
+    // at 1.003 fold too.
+    const std::vector<SearchHit> hits = {hit(1.000, 1), hit(1.001, 1, 2), hit(1.002, 1, 1, RankOrder::dp_tp_cp),
+                                         hit(1.003, 1, 1, RankOrder::tp_cp_dp, CpKind::all_gather), hit(1.004, 2), hit(1.006, 3),
+                                         hit(1.5, 0, 4)};
     const std::vector<FoldedHit> f = fold_twins(hits, 10, 0.005);
     ASSERT_EQ(f.size(), 4u);
     EXPECT_EQ(f[0].hit.score, 1.000);
-    EXPECT_EQ(f[0].twins, 2);
+    EXPECT_EQ(f[0].twins, 3);
     EXPECT_EQ(f[1].hit.layout.microbatch, 2);
     EXPECT_EQ(f[1].twins, 0);
     EXPECT_EQ(f[2].hit.score, 1.006);
@@ -127,7 +131,7 @@ TEST(Frameworks, TwinsFoldIntoTheBetterLayout) {
     // k rows at most; twins of a kept row still fold after the list is full.
     const std::vector<FoldedHit> two = fold_twins(hits, 2, 0.005);
     ASSERT_EQ(two.size(), 2u);
-    EXPECT_EQ(two[0].twins, 2);
+    EXPECT_EQ(two[0].twins, 3);
     // Without tolerance nothing folds.
     EXPECT_EQ(fold_twins(hits, 10, 0.0).size(), hits.size());
 }

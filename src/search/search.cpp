@@ -530,17 +530,17 @@ bool hit_before(const SearchHit& a, const SearchHit& b) {
 }
 
 std::vector<FoldedHit> fold_twins(const std::vector<SearchHit>& hits, size_t k, double tolerance) {
-    // The layout with the fields a twin may differ in set to one value.
-    const auto shape = [](ParallelConfig p) {
-        p.zero = 0;
-        p.order = RankOrder::tp_cp_dp;
-        p.cp_kind = CpKind::ring;
-        return p;
+    // Whether `a` is `b` but for the fields a twin may differ in.
+    const auto same_shape = [](ParallelConfig a, const ParallelConfig& b) {
+        a.zero = b.zero;
+        a.order = b.order;
+        a.cp_kind = b.cp_kind;
+        return a == b;
     };
     std::vector<FoldedHit> kept;
     for (const SearchHit& h : hits) {
         const auto twin = std::find_if(kept.begin(), kept.end(), [&](const FoldedHit& f) {
-            return std::abs(h.score - f.hit.score) <= tolerance * std::abs(f.hit.score) && shape(h.layout) == shape(f.hit.layout);
+            return std::abs(h.score - f.hit.score) <= tolerance * std::abs(f.hit.score) && same_shape(h.layout, f.hit.layout);
         });
         if (twin != kept.end())
             ++twin->twins;
