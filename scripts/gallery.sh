@@ -14,7 +14,8 @@ scalemodel plot sweep examples/search-gpt3-175b.json --mode search --gpus 1024 -
 scalemodel plot waterfall examples/studies/gpt3-175b-a100-bf16.json --to examples/studies/gpt3-175b-gb200-fp8.json --mode search --gpus 4096 -o docs/img/waterfall.png
 scalemodel plot pareto examples/infer-llama2-70b-h100.json --gpus 8 -o docs/img/pareto.png
 # gallery: end
-# The explorer's screenshot, taken by its browser test where Chromium and Selenium are installed.
+# The explorer's screenshots (desktop and phone width), taken by its browser test where Chromium and Selenium are installed.
 if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] && /usr/bin/python3 -c "import selenium" 2>/dev/null; then
-    /usr/bin/python3 tests/browser/explorer_test.py "$BIN" docs/img/explorer.png >/dev/null
+    /usr/bin/python3 tests/browser/explorer_test.py "$BIN" docs/img/explorer-desktop.png >/dev/null &&
+        mv docs/img/explorer-desktop-narrow.png docs/img/explorer-phone.png
 fi

@@ -33,15 +33,33 @@ function jsonLink(a, text) {
   a.hidden = false;
 }
 
+function modelSection() {
+  const m = { preset: $("model").value };
+  if ($("seq").value) m.seq_len = Number($("seq").value);
+  return m;
+}
+
 function scenario() {
   const s = {
-    model: { preset: $("model").value }, system: { preset: $("system").value },
+    model: modelSection(), system: { preset: $("system").value },
     training: { global_batch: Number($("global_batch").value), precision: $("precision").value },
   };
   if (!$("search").checked)
-    s.parallel = { tp: +$("tp").value, pp: +$("pp").value, dp: +$("dp").value, microbatch: +$("microbatch").value,
-      recompute: $("recompute").value, sequence_parallel: +$("tp").value > 1 };
+    s.parallel = { tp: +$("tp").value, tp_rows: +$("tp_rows").value, pp: +$("pp").value, dp: +$("dp").value, cp: +$("cp").value, ep: +$("ep").value,
+      vp: +$("vp").value, microbatch: +$("microbatch").value, zero: +$("zero").value, recompute: $("recompute").value,
+      cp_kind: $("cp_kind").value, order: $("order").value, sequence_parallel: $("sp").checked && +$("tp").value > 1 };
   return s;
+}
+
+// The layout fields set to the one found, so that unticking "search" starts from it (and keeps
+// its GPU count) instead of from the page's defaults.
+function keepFound(p) {
+  for (const k of ["tp", "tp_rows", "pp", "dp", "cp", "ep", "vp", "microbatch"]) $(k).value = p[k];
+  $("zero").value = String(p.zero);
+  $("recompute").value = p.recompute;
+  $("cp_kind").value = p.cp_kind;
+  $("order").value = p.order;
+  $("sp").checked = !!p.sequence_parallel;
 }
 
 function overrides() {
@@ -74,8 +92,11 @@ function show(r, notes, text) {
   $("memory").textContent = `${(m.peak_bytes_per_gpu / GIB).toFixed(1)} of ${(m.capacity_bytes / GIB).toFixed(0)} GiB` +
     (r.fits_in_memory ? "" : " (does not fit)");
   const p = r.parallel;
-  $("layout_used").textContent = `tp ${p.tp} · pp ${p.pp} · dp ${p.dp} · cp ${p.cp} · vp ${p.vp} · micro-batch ${p.microbatch}` +
-    ` · ZeRO ${p.zero} · recompute ${p.recompute} on ${r.gpus} GPUs`;
+  const searched = $("search").checked;
+  $("layout_used").textContent = (searched ? "searched: " : "yours: ") +
+    `tp ${p.tp} · pp ${p.pp} · dp ${p.dp} · cp ${p.cp} · ep ${p.ep} · vp ${p.vp} · micro-batch ${p.microbatch}` +
+    ` · ZeRO ${p.zero} · recompute ${p.recompute}${p.sequence_parallel ? " · SP" : ""} on ${r.gpus} GPUs`;
+  if (searched) explorer.found = p;
   $("notes").textContent = notes;
   jsonLink($("json_link"), text);
   chart("breakdown_chart", {
@@ -92,6 +113,15 @@ function show(r, notes, text) {
         borderWidth: 1, stack: "capacity" }] },
     options: { animation: false, scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: "GiB" } } } },
   });
+}
+
+// An error replaces the numbers: none of the last answer stays on screen under it.
+function clearResults() {
+  for (const id of ["step_time", "tok_gpu", "mfu", "memory", "layout_used"]) $(id).textContent = "–";
+  $("json_link").hidden = true;
+  for (const id of ["breakdown_chart", "memory_chart"])
+    if (explorer.charts[id]) { explorer.charts[id].destroy(); delete explorer.charts[id]; }
+  explorer.last = null;
 }
 
 function fail(e) {
@@ -118,7 +148,7 @@ async function update() {
     $("status").textContent = command === "search"
       ? `best of ${doc.evaluated.toLocaleString()} layouts in ${(1e3 * doc.elapsed_s).toFixed(0)} ms` : "ready";
   } catch (e) {
-    if (ticket === pending) fail(e);
+    if (ticket === pending) { clearResults(); fail(e); }
   }
 }
 
@@ -126,7 +156,7 @@ let timer = null;
 const soon = () => { clearTimeout(timer); timer = setTimeout(update, 120); };
 
 async function resolveBase() {
-  const { doc } = await api("resolve", { model: { preset: $("model").value }, system: { preset: $("system").value } });
+  const { doc } = await api("resolve", { model: modelSection(), system: { preset: $("system").value } });
   const get = (path) => path.split(".").slice(1).reduce((o, k) => o[k], doc.system);
   explorer.base = Object.fromEntries(Object.values(SLIDERS).map((p) => [p, get(p)]));
   explorer.base["system.scale_up.domain_gpus"] = doc.system.scale_up.domain_gpus;
@@ -178,6 +208,46 @@ async function runAttribution() {
   } catch (e) { fail(e); }
 }
 
+const fmtMs = (s) => `${(s * 1e3).toFixed(1)} ms`;
+
+async function runServe() {
+  const s = { model: modelSection(), system: { preset: $("system").value },
+    inference: { input_len: Number($("isl").value), output_len: Number($("osl").value), precision: $("serve_precision").value } };
+  const options = { gpus: Number($("serve_gpus").value), "ttft-ms": Number($("ttft").value), "tpot-ms": Number($("tpot").value),
+    set: overrides() };
+  const body = $("serve_best").tBodies[0];
+  try {
+    const { doc, text } = await api("serve-search", { scenario: s, options });
+    jsonLink($("serve_json"), text);
+    body.replaceChildren(...doc.best.slice(0, 5).map((b) => {
+      const tr = document.createElement("tr");
+      for (const v of [b.tp, b.pp, b.dp, b.ep, b.concurrency, fmtMs(b.ttft_s), fmtMs(b.tpot_s),
+        b.output_tokens_per_s_per_gpu.toFixed(1), b.output_tokens_per_s_per_user.toFixed(1)])
+        tr.insertCell().textContent = v;
+      return tr;
+    }));
+    if (!doc.best.length) body.insertRow().insertCell().textContent = "no layout meets the targets in memory";
+    const front = [...doc.pareto].sort((a, b) => a.output_tokens_per_s_per_user - b.output_tokens_per_s_per_user);
+    const datasets = [{ label: "Pareto front", data: front.map((p) => ({ x: p.output_tokens_per_s_per_user, y: p.output_tokens_per_s_per_gpu,
+      layout: `tp${p.tp} pp${p.pp} dp${p.dp} C${p.concurrency}` })), showLine: true, borderColor: PALETTE[0], backgroundColor: PALETTE[0] }];
+    if (doc.best.length) datasets.push({ label: "best under the targets", data: [{ x: doc.best[0].output_tokens_per_s_per_user,
+      y: doc.best[0].output_tokens_per_s_per_gpu }], pointStyle: "crossRot", pointRadius: 9, borderColor: PALETTE[1], backgroundColor: PALETTE[1] });
+    const top = Math.max(...front.map((p) => p.output_tokens_per_s_per_gpu), 1);
+    if (doc.tpot_target_s > 0) datasets.push({ label: "TPOT target", data: [{ x: 1 / doc.tpot_target_s, y: 0 }, { x: 1 / doc.tpot_target_s, y: top }],
+      showLine: true, borderDash: [6, 4], borderColor: PALETTE[3], pointRadius: 0 });
+    chart("pareto_chart", { type: "scatter", data: { datasets },
+      options: { animation: false, plugins: { tooltip: { callbacks: { label: (c) => c.raw.layout || c.dataset.label } } },
+        scales: { x: { title: { display: true, text: "output tokens/s per user" } },
+          y: { title: { display: true, text: "output tokens/s per GPU" } } } } });
+    explorer.serving = doc;
+  } catch (e) {
+    body.replaceChildren();
+    if (explorer.charts.pareto_chart) { explorer.charts.pareto_chart.destroy(); delete explorer.charts.pareto_chart; }
+    explorer.serving = null;
+    fail(e);
+  }
+}
+
 async function init() {
   try {
     const { doc } = await api("presets");
@@ -192,7 +262,9 @@ async function init() {
   for (const el of document.querySelectorAll("#scenario input, #scenario select"))
     el.addEventListener("input", soon);
   for (const id of ["model", "system"]) $(id).addEventListener("change", async () => { await resolveBase(); soon(); });
+  $("search").addEventListener("change", () => { if (!$("search").checked && explorer.found) keepFound(explorer.found); });
   $("run_sweep").addEventListener("click", runSweep);
+  $("run_serve").addEventListener("click", runServe);
   $("run_attr").addEventListener("click", runAttribution);
   if (!window.Chart) $("notes").textContent = "Chart.js is not installed (Debian: libjs-chart.js): numbers only.";
   await update();
