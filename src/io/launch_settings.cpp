@@ -137,7 +137,7 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     std::vector<std::string> more;
     if (p.cp > 1) more.push_back(fmt::format("model.config.cp_comm_type=\"{}\"", cp_comm_type(p.cp_kind)));
     if (p.recompute != Recompute::none) more.push_back(fmt::format("model.config.recompute_granularity=\"{}\"", to_string(p.recompute)));
-    if (p.recompute == Recompute::full) more.push_back("model.config.recompute_method=\"uniform\", model.config.recompute_num_layers=1");
+    if (p.recompute == Recompute::full) more.emplace_back("model.config.recompute_method=\"uniform\", model.config.recompute_num_layers=1");
     more.push_back(fmt::format("optim.config.use_distributed_optimizer={}", p.zero >= 1 ? "True" : "False"));
     if (p.zero >= 2) more.push_back(fmt::format("ddp.data_parallel_sharding_strategy=\"{}\" (Megatron-FSDP)", p.zero == 2 ? "optim_grads" : "optim_grads_params"));
     for (size_t i = 0; i < more.size(); ++i) t += (i ? "; " : "") + more[i];
