@@ -1,6 +1,6 @@
 """`python3 -m scalemodel plot KIND SCENARIO ... -o FILE` (what `scalemodel plot` runs).
 
-Kinds: breakdown, memory, roofline, scaling, sweep, waterfall, pareto. Bad input exits 2 with one
+Kinds: breakdown, memory, roofline, scaling, sweep, waterfall, pareto, and report (an HTML file). Bad input exits 2 with one
 line, as the command line does.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ KINDS = {
     "sweep": "a line plot or heatmap of a sweep (--vary PATH=LIST, once or twice)",
     "waterfall": "the attribution of a speed-up to its causes (--to OTHER)",
     "pareto": "serving: tokens/s/GPU vs tokens/s/user (--gpus, --ttft-ms, --tpot-ms)",
+    "report": "one self-contained HTML file (-o FILE.html): the numbers, tables and charts of train, or of search with --gpus N",
 }
 
 
@@ -31,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind", choices=sorted(KINDS), metavar="KIND", help="one of: " + ", ".join(KINDS))
     p.add_argument("scenario", metavar="SCENARIO", help="scenario JSON file")
-    p.add_argument("-o", "--output", required=True, help="the image: .png, .svg or .pdf")
+    p.add_argument("-o", "--output", required=True, help="the image: .png, .svg or .pdf (report: .html)")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a field (repeatable)")
     p.add_argument("--systems", help="system presets side by side: A,B,...")
     p.add_argument("--gpus", help="GPU count (breakdown/memory/pareto/sweep/waterfall) or range (scaling)")
@@ -60,8 +61,10 @@ def _overrides(sets: list[str]) -> dict:
 
 def plot_main(argv: list[str]) -> int:
     a = _parser().parse_args(argv)
-    if not a.output.lower().endswith((".png", ".svg", ".pdf")):
-        sys.stderr.write(f"scalemodel: error: -o: got \"{a.output}\"; a file ending .png, .svg or .pdf\n")
+    a.command = " ".join(["scalemodel plot", *argv])
+    wanted = (".html",) if a.kind == "report" else (".png", ".svg", ".pdf")
+    if not a.output.lower().endswith(wanted):
+        sys.stderr.write(f"scalemodel: error: -o: got \"{a.output}\"; a file ending {' or '.join(wanted)}\n")
         return 2
     import warnings
 
@@ -136,6 +139,16 @@ def _draw(a, sm, smp) -> int:
             doc = sm.attribute(a.scenario, a.to, over, mode=a.mode or "train", gpus=int(a.gpus) if a.gpus else None,
                                objective=a.objective)
             smp.waterfall(doc, title=a.title, path=a.output)
+        elif a.kind == "report":
+            from scalemodel.report import report_html
+
+            if a.gpus:
+                found = sm.search(a.scenario, int(a.gpus), over, top=a.top, tables=False)
+                page = report_html(found["results"], search=found, command=a.command, title=a.title)
+            else:
+                page = report_html([sm.train(a.scenario, over, tables=False)], command=a.command, title=a.title)
+            with open(a.output, "w", encoding="utf-8") as f:
+                f.write(page)
         elif a.kind == "pareto":
             doc = sm.serve_search(a.scenario, over, ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms,
                                   gpus=int(a.gpus) if a.gpus else None)

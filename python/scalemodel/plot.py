@@ -92,7 +92,8 @@ def _finish(fig: Figure, path: Optional[str]) -> Figure:
 
 # The layout fields a label names when they tell the bars apart: (key, spelling, default).
 _LABEL_FIELDS = [("cp", "cp{}", 1), ("ep", "ep{}", 1), ("vp", "vp{}", 1), ("microbatch", "mb{}", 1), ("zero", "ZeRO{}", 0),
-                 ("recompute", "rc:{}", "none"), ("sequence_parallel", "SP:{}", False)]
+                 ("recompute", "rc:{}", "none"), ("sequence_parallel", "SP:{}", False), ("cp_kind", "{}", "ring"),
+                 ("order", "{}", "tp-cp-dp-pp")]
 
 
 def _layout_labels(runs: Sequence[Mapping[str, Any]]) -> list[str]:

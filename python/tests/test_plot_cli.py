@@ -1,7 +1,7 @@
 """`scalemodel plot KIND ... -o FILE`: the binary runs the Python package; bad input is one line, exit 2."""
 import pytest
 
-from conftest import cli
+from conftest import cli, cli_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -56,3 +56,21 @@ def test_a_slow_chart_says_so(examples, tmp_path, monkeypatch):
     assert p.returncode == 0, p.stderr
     assert "scalemodel plot: computing the breakdown chart ..." in p.stderr
     assert "scalemodel plot: done in " in p.stderr
+
+
+def test_report_is_one_self_contained_html_file(examples, tmp_path):
+    """`plot report`: the numbers, tables and charts in one HTML file that fetches nothing."""
+    out = tmp_path / "r.html"
+    p = cli("plot", "report", str(examples / "search-gpt3-175b.json"), "--gpus", "512", "--top", "3", "--set", "parallel.tp=8",
+            "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and page.count("<svg") == 2
+    assert page.count("<table") == 3 and page.count("<tr>") >= 3 * 4  # three tables: a header and three layouts each
+    assert "src=" not in page and "<link" not in page and "<script" not in page  # nothing to fetch
+    found = cli_json("search", str(examples / "search-gpt3-175b.json"), "--gpus", "512", "--top", "3", "--set", "parallel.tp=8")
+    best = found["results"][0]["step_time_s"]
+    assert (f"{best:.3f} s" if best >= 1 else f"{best * 1e3:.2f} ms") in page
+    assert "scalemodel plot report" in page
+    bad = cli("plot", "report", str(examples / "gpt3-175b-64xa100.json"), "-o", str(tmp_path / "r.png"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and ".html" in bad.stderr

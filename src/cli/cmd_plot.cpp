@@ -33,8 +33,8 @@ std::string package_dir() {
 }  // namespace
 
 Runner add_plot(CLI::App& app, const Io& io) {
-    CLI::App* cmd = app.add_subcommand("plot", "Draw a chart (breakdown, memory, roofline, scaling, sweep, waterfall, pareto) "
-                                               "into -o FILE.png|svg|pdf; `scalemodel plot --help` lists the options");
+    CLI::App* cmd = app.add_subcommand("plot", "Draw a chart (breakdown, memory, roofline, scaling, sweep, waterfall, pareto) or an HTML report "
+                                               "into -o FILE.png|svg|pdf (report: FILE.html); `scalemodel plot --help` lists the options");
     cmd->prefix_command();  // every argument goes to the Python side, --help included
     cmd->set_help_flag();
     return [cmd, &io]() -> int {
