@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <memory>
 
 #include "inference/serving_benchmark.hpp"
 
@@ -257,26 +256,15 @@ std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit
 
 double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t concurrency, int64_t requests) {
     const InferenceSpec& s = c.inference;
-    const double mb = as_d(micro_batches(p, concurrency));
-    const double in = as_d(s.input_len);
     // Step seconds at d decoding requests and q prompt tokens: costed at d = 1, 2, 4, ...,
     // concurrency with no prompt and with a full chunk (finishing q / I prompts), linear between
     // (a step of prompts alone, at the run's start, is costed as one with a decoding request).
     std::vector<double> counts;
     for (int64_t d = 1; d < concurrency; d *= 2) counts.push_back(as_d(d));
     counts.push_back(as_d(concurrency));
-    auto grid = std::make_shared<StepGrid>(
-        [&](double d, double q) { return engine_step_cost(c, p, d, q, q / in, mb).total_s(); }, std::move(counts),
-        std::vector<double>{0.0, as_d(s.prefill_chunk_tokens)});
     // The requests queued at once, run through the benchmark's engine (mixed chunked prefill,
     // the host's time added apart below).
-    EngineModel e;
-    e.slots = concurrency;
-    e.chunk_tokens = s.prefill_chunk_tokens;
-    e.input_len = s.input_len;
-    e.output_len = s.output_len;
-    e.tokens_per_decode_step = tokens_per_decode_step(s);
-    e.step_s = [grid](double d, double q) { return (*grid)(d, q); };
+    const EngineModel e = engine_model(c, p, concurrency, std::move(counts), {0.0, as_d(s.prefill_chunk_tokens)});
     double t = 0;
     for (const RequestTimes& r : simulate_engine(e, {0, requests, std::vector<double>(static_cast<size_t>(requests), 0.0)}))
         t = std::max(t, r.done_s);

@@ -195,6 +195,24 @@ double StepGrid::at(size_t i, size_t j) {
     return s;
 }
 
+EngineModel engine_model(const InferContext& c, const ParallelConfig& p, int64_t slots, std::vector<double> decoding,
+                         std::vector<double> prompt) {
+    const InferenceSpec& s = c.inference;
+    // A step's prompts finish q / I of a prompt each; the requests in flight split over the stages.
+    const double mb = as_d(std::min(p.pp, slots)), in = as_d(s.input_len);
+    auto grid = std::make_shared<StepGrid>(
+        [&c, &p, mb, in](double d, double q) { return engine_step_cost(c, p, d, q, q / in, mb).total_s(); }, std::move(decoding),
+        std::move(prompt));
+    EngineModel e;
+    e.slots = slots;
+    e.chunk_tokens = s.prefill_chunk_tokens;
+    e.input_len = s.input_len;
+    e.output_len = s.output_len;
+    e.tokens_per_decode_step = tokens_per_decode_step(s);
+    e.step_s = [grid](double d, double q) { return (*grid)(d, q); };
+    return e;
+}
+
 int64_t benchmark_requests(const InferenceSpec& s, int64_t clients) {
     if (s.num_requests > 0) return s.num_requests;
     return clients > 0 ? std::min<int64_t>(10 * clients, int64_t{1} << 20) : 1000;
@@ -206,21 +224,11 @@ BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, in
     slots = std::max<int64_t>(1, slots);
     // Steps costed at 0, 1, 2, 4, ... decoding requests up to the slots and at 0, 1, 2, 4, ...
     // prompt tokens up to the budget with the sizes a fixed-length benchmark steps through
-    // exactly (one prompt, a prompt's last chunk), so a lone prompt's step is its exact cost; a
-    // step's prompts finish q / I of a prompt each.
-    const double mb = as_d(std::min(p.pp, slots)), in = as_d(s.input_len);
-    auto grid = std::make_shared<StepGrid>(
-        [&c, &p, mb, in](double d, double q) { return engine_step_cost(c, p, d, q, q / in, mb).total_s(); },
-        step_ladder(slots, {}), step_ladder(s.prefill_chunk_tokens, {s.input_len, s.input_len % s.prefill_chunk_tokens}));
-    EngineModel e;
-    e.slots = slots;
-    e.chunk_tokens = s.prefill_chunk_tokens;
-    e.input_len = s.input_len;
-    e.output_len = s.output_len;
-    e.tokens_per_decode_step = tokens_per_decode_step(s);
+    // exactly (one prompt, a prompt's last chunk), so a lone prompt's step is its exact cost.
+    EngineModel e = engine_model(c, p, slots, step_ladder(slots, {}),
+                                 step_ladder(s.prefill_chunk_tokens, {s.input_len, s.input_len % s.prefill_chunk_tokens}));
     e.host_s = c.system.eff.host_request_overhead_s;
     e.schedule = schedule;
-    e.step_s = [grid](double d, double q) { return (*grid)(d, q); };
 
     // Replicas alike are simulated once and counted `weight` times.
     struct Share {

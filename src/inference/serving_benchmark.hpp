@@ -77,6 +77,12 @@ private:
     std::vector<double> d_, q_, s_;
 };
 
+// The engine of layout `p` holding at most `slots` requests: its steps costed by
+// engine_step_cost at the `decoding` counts and `prompt` token counts given and bilinear between
+// (StepGrid); mixed chunked prefill and no host time unless the caller sets them.
+EngineModel engine_model(const InferContext& c, const ParallelConfig& p, int64_t slots, std::vector<double> decoding,
+                         std::vector<double> prompt);
+
 struct BenchmarkResult {
     Summary ttft_s, tpot_s, e2e_s;  // TPOT of a request: (e2e - TTFT) / (O - 1)
     int64_t requests = 0;           // all replicas
