@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "parallel/pipeline_split.hpp"
+#include "search/frameworks.hpp"
 
 namespace sm {
 
@@ -44,19 +45,25 @@ std::string layout_of(const Scenario& s, const ParallelConfig& p) {
     return layout_text(chunks, static_cast<int32_t>(s.model.mtp_layers));
 }
 
-// The checks every Megatron-Core framework shares: no SUMMA, the default rank order.
-std::optional<InputError> megatron_refusal(const ParallelConfig& p, std::string_view target) {
-    if (p.summa())
+// The part of `p` the framework `target` does not ship (search/frameworks.hpp says what each ships).
+std::optional<InputError> unshipped(const ParallelConfig& p, std::string_view target) {
+    const Framework& fw = *framework_named(target);
+    const std::string search = "; search with --framework " + std::string(target);
+    if (!Framework::ships_tp_rows(p.tp_rows))
         return refused(target, fmt::format("tp {} as a {}x{} SUMMA grid", p.tp, p.tp_rows, p.tp_cols()),
-                       "1D tensor parallelism: no framework ships SUMMA; search with --framework " + std::string(target));
-    if (p.order != RankOrder::tp_cp_dp)
-        return refused(target, fmt::format("rank order {}", to_string(p.order)),
-                       "tp-cp-dp-pp, Megatron-Core's default order; search with --framework " + std::string(target));
+                       "1D tensor parallelism: no framework ships SUMMA" + search);
+    if (!Framework::ships_order(p.order))
+        return refused(target, fmt::format("rank order {}", to_string(p.order)), fmt::format("tp-cp-dp-pp, {}{}", fw.order_note, search));
+    if (!fw.ships_zero(p.zero)) return refused(target, fmt::format("ZeRO {}", p.zero), fmt::format("ZeRO {}{}", fw.zero_note, search));
+    if (!fw.ships_cp(p.cp, p.cp_kind)) {
+        const char* kind = p.cp_kind == CpKind::ulysses ? "Ulysses" : p.cp_kind == CpKind::ring ? "ring" : "all-gather";
+        return refused(target, fmt::format("{} context parallelism", kind), fmt::format("{} context parallelism{}", fw.cp_note, search));
+    }
     return std::nullopt;
 }
 
 Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
-    if (auto e = megatron_refusal(p, "megatron")) return *e;
+    if (auto e = unshipped(p, "megatron")) return *e;
     std::vector<Setting> a = {{"--tensor-model-parallel-size", std::to_string(p.tp)},
                               {"--pipeline-model-parallel-size", std::to_string(p.pp)}};
     if (p.split == PipelineSplit::first_last) {
@@ -107,7 +114,7 @@ Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
 }
 
 Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
-    if (auto e = megatron_refusal(p, "nemo")) return *e;
+    if (auto e = unshipped(p, "nemo")) return *e;
     std::vector<Setting> a = {{"trainer.strategy.tensor_model_parallel_size", std::to_string(p.tp)},
                               {"trainer.strategy.pipeline_model_parallel_size", std::to_string(p.pp)}};
     const bool listed = p.split == PipelineSplit::layout || p.split == PipelineSplit::fill || p.split == PipelineSplit::uniform;
@@ -145,13 +152,7 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
 }
 
 Expected<std::string> torchtitan(const Scenario& s, const ParallelConfig& p) {
-    if (p.summa()) return *megatron_refusal(p, "torchtitan");
-    if (p.order != RankOrder::tp_cp_dp)
-        return refused("torchtitan", fmt::format("rank order {}", to_string(p.order)),
-                       "tp-cp-dp-pp, the order of TorchTitan's device mesh; search with --framework torchtitan");
-    if (p.zero == 1) return refused("torchtitan", "ZeRO 1", "ZeRO 0 (DDP), 2 or 3 (FSDP2); search with --framework torchtitan");
-    if (p.cp > 1 && p.cp_kind == CpKind::ulysses)
-        return refused("torchtitan", "Ulysses context parallelism", "ring or all-gather context parallelism; search with --framework torchtitan");
+    if (auto e = unshipped(p, "torchtitan")) return *e;
     if (p.split != PipelineSplit::even)
         return refused("torchtitan", fmt::format("the {} pipeline split", to_string(p.split)), "an even split of the layers");
     if (s.training.precision == Precision::fp16 || s.training.precision == Precision::fp4)

@@ -18,18 +18,19 @@ const std::vector<Framework>& frameworks() {
         // --use-distributed-optimizer (ZeRO-1); Megatron-FSDP's --data-parallel-sharding-strategy
         // optim_grads / optim_grads_params (ZeRO-2/3); --cp-comm-type p2p | all_gather | a2a;
         // --num-layers-per-virtual-pipeline-stage; parallel_state's order "tp-cp-ep-dp-pp".
-        {"megatron", "Megatron-LM core_v0.19.0, data/frameworks/megatron.txt", 0xF, kAllCp, true},
+        {"megatron", "Megatron-LM core_v0.19.0, data/frameworks/megatron.txt", 0xF, kAllCp, true, "Megatron-Core's default order",
+         "0, 1 (distributed optimizer), 2 or 3 (Megatron-FSDP)", "ring, all-gather or Ulysses"},
         // NeMo 2 and Megatron-Bridge configure Megatron-Core: the same space.
-        {"nemo", "NeMo 2.6 MegatronStrategy on Megatron-Core, data/frameworks/nemo.txt", 0xF,
-         kAllCp, true},
+        {"nemo", "NeMo 2.6 MegatronStrategy on Megatron-Core, data/frameworks/nemo.txt", 0xF, kAllCp, true,
+         "Megatron-Core's default order", "0, 1 (distributed optimizer), 2 or 3 (Megatron-FSDP)", "ring, all-gather or Ulysses"},
         // DDP (dp_replicate), FSDP2 with reshard_after_forward never (ZeRO-2) or always (ZeRO-3);
         // context parallelism rotates K/V by all-gather or all-to-all (ring); Interleaved1F1B.
         {"torchtitan", "TorchTitan v0.2.2, data/frameworks/torchtitan.txt", 0b1101, bit(CpKind::ring) | bit(CpKind::all_gather),
-         true},
+         true, "the order of TorchTitan's device mesh", "0 (DDP), 2 or 3 (FSDP2)", "ring or all-gather"},
         // ZeRO stages 0-3; DeepSpeed-Ulysses sequence parallelism (all-to-all); the pipeline engine
         // runs plain 1F1B.
         {"deepspeed", "DeepSpeed v0.16, deepspeed/runtime/zero/config.py, deepspeed/sequence/layer.py, deepspeed/runtime/pipe/schedule.py",
-         0xF, bit(CpKind::ulysses), false},
+         0xF, bit(CpKind::ulysses), false, "DeepSpeed's topology order", "0, 1, 2 or 3", "Ulysses"},
     };
     return all;
 }
@@ -44,14 +45,14 @@ Expected<LayoutConstraints> restrict_to(LayoutConstraints f, const Framework& fw
     const auto refuse = [&](const std::string& field, const std::string& given, const std::string& why) {
         return InputError{field, given, fmt::format("{} with --framework {} ({}); leave --framework out for the what-if", why, fw.name, fw.source)};
     };
-    if (f.tp_rows && *f.tp_rows != 1) return refuse("parallel.tp_rows", std::to_string(*f.tp_rows), "1: 1D tensor parallelism, not SUMMA");
-    if (f.order && *f.order != RankOrder::tp_cp_dp)
+    if (f.tp_rows && !Framework::ships_tp_rows(*f.tp_rows)) return refuse("parallel.tp_rows", std::to_string(*f.tp_rows), "1: 1D tensor parallelism, not SUMMA");
+    if (f.order && !Framework::ships_order(*f.order))
         return refuse("parallel.order", std::string(to_string(*f.order)), "tp-cp-dp-pp, its default rank order");
-    if (f.zero && (fw.zero_stages >> *f.zero & 1U) == 0)
+    if (f.zero && !fw.ships_zero(*f.zero))
         return refuse("parallel.zero", std::to_string(*f.zero), "a ZeRO stage it ships");
-    if (f.cp_kind && f.cp != 1 && (fw.cp_kinds & bit(*f.cp_kind)) == 0)
+    if (f.cp_kind && !fw.ships_cp(f.cp.value_or(0), *f.cp_kind))
         return refuse("parallel.cp_kind", std::string(to_string(*f.cp_kind)), "a context-parallel kind it ships");
-    if (f.vp && *f.vp != 1 && !fw.interleaving) return refuse("parallel.vp", std::to_string(*f.vp), "1: no interleaved pipeline schedule");
+    if (f.vp && !fw.ships_vp(*f.vp)) return refuse("parallel.vp", std::to_string(*f.vp), "1: no interleaved pipeline schedule");
     f.tp_rows = 1;
     f.order = RankOrder::tp_cp_dp;
     f.zero_stages &= fw.zero_stages;
