@@ -1,5 +1,6 @@
-// search --framework, --memory-headroom and the folding of twins: the layouts a framework cannot
-// launch never come back, and the top K lists distinct layouts.
+// search --framework and the folding of twins: the layouts a framework cannot launch never come
+// back, and the top K lists distinct layouts. (--memory-headroom: python/tests/test_api.py, at the
+// command line that applies it.)
 #include <gtest/gtest.h>
 
 #include "io/scenario.hpp"
@@ -13,12 +14,11 @@ using namespace testing;
 
 // Llama 2 13B cut to 8 layers at 8K tokens on 16 A100s: every axis (SUMMA, cp kinds, ZeRO,
 // interleaving, orders across 4-GPU domains) has room.
-SearchResult searched(const LayoutConstraints& f, double memory_scale = 1.0) {
-    Scenario s = scenario(R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192},
-                              "system": {"preset": "dgx-a100-40gb", "scale_up": {"domain_gpus": 4}},
-                              "training": {"global_batch": 16, "precision": "bf16"}})",
-                          Purpose::search);
-    s.system.accel.memory_bytes *= memory_scale;
+SearchResult searched(const LayoutConstraints& f) {
+    const Scenario s = scenario(R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192},
+                                    "system": {"preset": "dgx-a100-40gb", "scale_up": {"domain_gpus": 4}},
+                                    "training": {"global_batch": 16, "precision": "bf16"}})",
+                                Purpose::search);
     SearchOptions o;
     o.gpus = 16;
     o.top_k = 100000;
@@ -86,18 +86,6 @@ TEST(Frameworks, AHeldFieldTheFrameworkLacksIsNamed) {
     f.order = RankOrder::dp_tp_cp;
     EXPECT_EQ(restrict_to(f, *framework_named("nemo")).error().path, "parallel.order");
     EXPECT_EQ(framework_named("jax"), nullptr);
-}
-
-// Headroom is memory the search may not use: at half the memory every layout kept fits in half,
-// and some layout that fitted before is gone.
-TEST(Frameworks, HeadroomKeepsMemoryFree) {
-    const SearchResult whole = searched({});
-    const SearchResult half = searched({}, 0.5);
-    const double capacity = system_preset("dgx-a100-40gb").accel.memory_bytes;
-    EXPECT_LT(half.stats.feasible, whole.stats.feasible);
-    for (const SearchHit& h : half.best) EXPECT_LE(h.result.memory.peak_bytes_per_gpu, 0.5 * capacity);
-    EXPECT_TRUE(std::any_of(whole.best.begin(), whole.best.end(),
-                            [&](const SearchHit& h) { return h.result.memory.peak_bytes_per_gpu > 0.5 * capacity; }));
 }
 
 SearchHit hit(double score, int64_t zero, int64_t microbatch = 1, RankOrder order = RankOrder::tp_cp_dp, CpKind kind = CpKind::ring) {

@@ -197,3 +197,15 @@ def test_tables_without_pandas_say_so(monkeypatch, examples):
     with pytest.raises(ImportError, match="pandas"):
         sm.search(path, 512, {"parallel.tp": 8}, top=2, threads=1)
     assert isinstance(sm.search(path, 512, {"parallel.tp": 8}, top=2, threads=1, tables=False)["results"], list)
+
+
+def test_memory_headroom_keeps_memory_free(examples):
+    """search --memory-headroom 0.1: every layout listed leaves 10% of the 80 GiB A100 free, where
+    without it the best use more than 72 GiB."""
+    path = str(examples / "search-gpt3-175b.json")
+    gib = 1024.0 ** 3
+    free = cli_json("search", path, "--gpus", "512", "--set", "parallel.tp=8", "--top", "3", "--memory-headroom", "0.1")
+    full = cli_json("search", path, "--gpus", "512", "--set", "parallel.tp=8", "--top", "3")
+    assert [r["memory"]["peak_bytes_per_gpu"] <= 72 * gib for r in free["results"]] == [True] * 3
+    assert any(r["memory"]["peak_bytes_per_gpu"] > 72 * gib for r in full["results"])
+    assert free["feasible"] < full["feasible"]
