@@ -83,9 +83,15 @@ private:
     std::string where_;
 };
 
+std::vector<std::string> type_names() {
+    std::vector<std::string> v;
+    for (const TypeName& t : kTypes) v.emplace_back(t.model_type);
+    return v;
+}
+
 std::string type_list() {
     std::string s;
-    for (const TypeName& t : kTypes) s += (s.empty() ? "" : ", ") + std::string(t.model_type);
+    for (const std::string& t : type_names()) s += (s.empty() ? "" : ", ") + t;
     return s;
 }
 
@@ -220,15 +226,6 @@ bool is_gemma(Family f) { return f == Family::gemma || f == Family::gemma2 || f 
 
 }  // namespace
 
-const std::vector<std::string>& hf_model_types() {
-    static const std::vector<std::string> types = [] {
-        std::vector<std::string> v;
-        for (const TypeName& t : kTypes) v.emplace_back(t.model_type);
-        return v;
-    }();
-    return types;
-}
-
 Json model_from_hf(const Json& config, const std::string& where) {
     if (!config.is_object()) fail(where, show(config), "a Hugging Face config.json: one JSON object");
     const Config c(config, where);
@@ -237,7 +234,7 @@ Json model_from_hf(const Json& config, const std::string& where) {
     if (known == std::end(kTypes)) {
         // A multimodal wrapper (Gemma 3, Mistral 3) keeps its language model in text_config.
         if (const Json* text = c.get("text_config"); text && text->is_object()) return model_from_hf(*text, c.path("text_config"));
-        const std::optional<std::string> hint = type ? did_you_mean(*type, hf_model_types()) : std::nullopt;
+        const std::optional<std::string> hint = type ? did_you_mean(*type, type_names()) : std::nullopt;
         fail(c.path("model_type"), type ? quote_input(*type) : "nothing",
              "one of " + type_list() + (hint ? " (did you mean \"" + *hint + "\"?)" : ""));
     }
