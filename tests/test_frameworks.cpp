@@ -76,6 +76,8 @@ TEST(Frameworks, AHeldFieldTheFrameworkLacksIsNamed) {
     f = {};
     f.zero = 1;
     EXPECT_EQ(restrict_to(f, *framework_named("torchtitan")).error().path, "parallel.zero");
+    f.zero = 2;  // a held stage it ships is kept
+    EXPECT_EQ(restrict_to(f, *framework_named("torchtitan")).value().zero, 2);
     f = {};
     f.cp_kind = CpKind::ring;
     f.cp = 4;
