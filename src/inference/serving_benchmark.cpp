@@ -30,6 +30,123 @@ struct Decoding {
     int64_t id = 0;
     int64_t done_at = 0;  // the decode-step count at which its last token is out
 };
+struct Arrival {
+    int64_t id = 0;
+    double at_s = 0;
+};
+// A request's first token (done false) or last token out of an engine at t_s.
+struct EngineEvent {
+    int64_t id = 0;
+    double t_s = 0;
+    bool done = false;
+};
+
+// One engine's queues and clock. A driver delivers its arrivals (arrive) and runs it (advance)
+// whenever it is the engine that acts next, so several engines can pass requests to each other.
+class EngineSim {
+public:
+    explicit EngineSim(const EngineModel& e)
+        : e_(e),
+          slots_(std::max<int64_t>(1, e.slots)),
+          budget_(std::max<int64_t>(1, e.chunk_tokens)),
+          decode_steps_(static_cast<int64_t>(std::ceil(as_d(e.output_len - 1) / e.tokens_per_decode_step))) {}
+
+    // Request `id` reaches the engine at `at_s` (kept in time order; ties in order of delivery).
+    void arrive(int64_t id, double at_s) {
+        const auto later = std::upper_bound(future_.begin(), future_.end(), at_s,
+                                            [](double x, const Arrival& a) { return x < a.at_s; });
+        future_.insert(later, {id, at_s});
+    }
+    // When the engine next acts: its clock while it holds requests, else the next arrival
+    // (infinity: nothing to do).
+    double next_s() const {
+        if (!prompts_.empty() || !decoding_.empty() || !waiting_.empty()) return t_;
+        return future_.empty() ? kInf : std::max(t_, future_.front().at_s);
+    }
+    // Admits what has arrived, then runs one step, or a run of steps alike (no prompt finishes,
+    // no request ends, no arrival reaches a free slot before the last) that starts none at or
+    // after `horizon` (when another engine may deliver a request) while a slot is free. Appends
+    // each first token and last token, in the order they happen.
+    void advance(double horizon, std::vector<EngineEvent>& events) {
+        for (;;) {
+            while (!future_.empty() && future_.front().at_s <= t_) {
+                waiting_.push_back(future_.front().id);
+                future_.pop_front();
+            }
+            while (!waiting_.empty() && has_slot()) admit(events);
+            if (!prompts_.empty() || !decoding_.empty()) break;
+            if (future_.empty()) return;
+            t_ = future_.front().at_s;  // idle until the next request
+        }
+        // The step's mix: prompt tokens up to the budget; decodes beside them, or held back while
+        // a separate prefill step runs.
+        const bool prefill_only = e_.schedule == PrefillSchedule::separate && pending_ > 0;
+        const int64_t q = std::min(budget_, pending_);
+        const double d = prefill_only ? 0.0 : as_d(decoding_.size());
+        const double dt = e_.step_s(d, as_d(q));
+        int64_t alike = pending_ == 0 ? kNever : pending_ > budget_ ? (prompts_.front().left - 1) / budget_ : 0;
+        if (!prefill_only && !decoding_.empty()) alike = std::min(alike, decoding_.front().done_at - decoded_);
+        if (has_slot()) {
+            if (!future_.empty()) alike = std::min(alike, steps_until(future_.front().at_s - t_, dt));
+            alike = std::min(alike, steps_until(horizon - t_, dt));
+        }
+        const int64_t n = std::max<int64_t>(alike, 1);
+        t_ += as_d(n) * dt;
+        if (!prefill_only) decoded_ += n;
+        int64_t take = n * q;  // n steps of q tokens (alike steps: full chunks of the front prompt)
+        pending_ -= take;
+        while (take > 0) {
+            Prompt& front = prompts_.front();
+            const int64_t used = std::min(take, front.left);
+            front.left -= used;
+            take -= used;
+            if (front.left > 0) break;
+            start_decoding(front.id, events);
+            prompts_.pop_front();
+        }
+        while (!decoding_.empty() && decoding_.front().done_at <= decoded_) {
+            events.push_back({decoding_.front().id, t_, true});
+            decoding_.pop_front();
+        }
+    }
+
+private:
+    bool has_slot() const { return as_d(prompts_.size() + decoding_.size()) < as_d(slots_); }
+    // A request takes a slot: its prompt queues for prefill, or (input_len 0: its cache came
+    // with it) it decodes from the next step.
+    void admit(std::vector<EngineEvent>& events) {
+        const int64_t id = waiting_.front();
+        waiting_.pop_front();
+        if (e_.input_len > 0) {
+            prompts_.push_back({id, e_.input_len});
+            pending_ += e_.input_len;
+        } else {
+            start_decoding(id, events);
+        }
+    }
+    // The first token is out: decode the rest, or done.
+    void start_decoding(int64_t id, std::vector<EngineEvent>& events) {
+        events.push_back({id, t_, false});
+        if (decode_steps_ > 0)
+            decoding_.push_back({id, decoded_ + decode_steps_});
+        else
+            events.push_back({id, t_, true});
+    }
+
+    static constexpr double kInf = std::numeric_limits<double>::infinity();
+    EngineModel e_;
+    int64_t slots_, budget_, decode_steps_;
+    std::deque<Arrival> future_;    // delivered, not yet at the engine, by arrival time
+    std::deque<int64_t> waiting_;   // at the engine, no slot yet
+    std::deque<Prompt> prompts_;    // admitted, prompt being prefilled first come first served
+    std::deque<Decoding> decoding_; // joined in order, all decode alike: they finish in order
+    int64_t pending_ = 0, decoded_ = 0;
+    double t_ = 0;
+};
+
+// Every pass of a driver ends with an event (a prompt or a request finishing, an arrival, an
+// admission): a few per request. More passes than that is a bug, not a long benchmark.
+int64_t pass_limit(int64_t requests, size_t engines) { return 16 * requests * static_cast<int64_t>(engines) + 64; }
 
 }  // namespace
 
@@ -37,83 +154,27 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
     const int64_t total = load.clients > 0 ? load.requests : std::min<int64_t>(load.requests, static_cast<int64_t>(load.arrivals_s.size()));
     std::vector<RequestTimes> out(static_cast<size_t>(std::max<int64_t>(total, 0)));
     if (total <= 0) return out;
-    const int64_t slots = std::max<int64_t>(1, e.slots), budget = std::max<int64_t>(1, e.chunk_tokens);
-    const auto decode_steps = static_cast<int64_t>(std::ceil(as_d(e.output_len - 1) / e.tokens_per_decode_step));
-
-    std::deque<int64_t> future;   // sent, not yet at the engine (host time), in arrival order
-    std::deque<int64_t> waiting;  // at the engine, no slot yet
-    std::deque<Prompt> prompts;   // admitted, prompt being prefilled first come first served
-    std::deque<Decoding> decoding;  // joined in order, all decode alike: they finish in order
-    int64_t sent = 0, pending = 0, decoded = 0;
-    double t = 0;
+    EngineSim engine(e);
+    int64_t sent = 0;
     auto send = [&](double at) {
         out[static_cast<size_t>(sent)].sent_s = at;
-        future.push_back(sent++);
-    };
-    auto arrives = [&](int64_t id) { return out[static_cast<size_t>(id)].sent_s + e.host_s; };
-    auto has_slot = [&] { return as_d(prompts.size() + decoding.size()) < as_d(slots); };
-    // A request's last token: its client sends the next (closed loop).
-    auto finish = [&](int64_t id) {
-        out[static_cast<size_t>(id)].done_s = t;
-        if (load.clients > 0 && sent < total) send(t);
+        engine.arrive(sent++, at + e.host_s);
     };
     if (load.clients > 0)
         for (int64_t k = 0; k < std::min(load.clients, total); ++k) send(0.0);
     else
         for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
-
-    // Every pass ends with an event (a prompt or a request finishing, an arrival, an admission):
-    // a few per request. More passes than that is a bug, not a long benchmark.
-    const int64_t passes = 16 * total + 64;
-    for (int64_t pass = 0;; ++pass) {
+    std::vector<EngineEvent> events;
+    const int64_t passes = pass_limit(total, 1);
+    for (int64_t pass = 0; std::isfinite(engine.next_s()); ++pass) {
         if (pass > passes) throw std::logic_error("serving benchmark: the engine stopped making progress");
-        while (!future.empty() && arrives(future.front()) <= t) {
-            waiting.push_back(future.front());
-            future.pop_front();
-        }
-        while (!waiting.empty() && has_slot()) {
-            prompts.push_back({waiting.front(), e.input_len});
-            pending += e.input_len;
-            waiting.pop_front();
-        }
-        if (prompts.empty() && decoding.empty()) {
-            if (future.empty()) break;
-            t = arrives(future.front());  // idle until the next request
-            continue;
-        }
-        // The step's mix: prompt tokens up to the budget; decodes beside them, or held back while
-        // a separate prefill step runs.
-        const bool prefill_only = e.schedule == PrefillSchedule::separate && pending > 0;
-        const int64_t q = std::min(budget, pending);
-        const double d = prefill_only ? 0.0 : as_d(decoding.size());
-        const double dt = e.step_s(d, as_d(q));
-        // Steps alike: no prompt finishes (a full chunk of the front prompt each), no decode
-        // ends before the last of them, nobody arrives to a free slot before the last.
-        int64_t alike = pending == 0 ? kNever : pending > budget ? (prompts.front().left - 1) / budget : 0;
-        if (!prefill_only && !decoding.empty()) alike = std::min(alike, decoding.front().done_at - decoded);
-        if (!future.empty() && has_slot())
-            alike = std::min(alike, steps_until(arrives(future.front()) - t, dt));
-        const int64_t n = std::max<int64_t>(alike, 1);
-        t += as_d(n) * dt;
-        if (!prefill_only) decoded += n;
-        int64_t take = n * q;  // n steps of q tokens (alike steps: full chunks of the front prompt)
-        pending -= take;
-        while (take > 0) {
-            Prompt& front = prompts.front();
-            const int64_t used = std::min(take, front.left);
-            front.left -= used;
-            take -= used;
-            if (front.left > 0) break;
-            out[static_cast<size_t>(front.id)].first_token_s = t;
-            if (decode_steps > 0)
-                decoding.push_back({front.id, decoded + decode_steps});
-            else
-                finish(front.id);
-            prompts.pop_front();
-        }
-        while (!decoding.empty() && decoding.front().done_at <= decoded) {
-            finish(decoding.front().id);
-            decoding.pop_front();
+        events.clear();
+        engine.advance(std::numeric_limits<double>::infinity(), events);
+        for (const EngineEvent& ev : events) {
+            RequestTimes& r = out[static_cast<size_t>(ev.id)];
+            (ev.done ? r.done_s : r.first_token_s) = ev.t_s;
+            // A request's last token: its client sends the next (closed loop).
+            if (ev.done && load.clients > 0 && sent < total) send(ev.t_s);
         }
     }
     return out;
