@@ -1,4 +1,5 @@
 #include <iostream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,27 @@ struct ServingAsk {
     double request_rate = 0;
     uint64_t seed = 1;
 };
+
+// A disaggregated deployment's benchmark: C clients for the whole deployment, or R requests/s.
+int run_disaggregated(const Io& io, const Scenario& s, const ServingAsk& ask, Format fmt) {
+    const InferContext c{s.model, s.system, s.inference};
+    const DisaggDeployment& d = *s.disaggregated;
+    for (const auto& [name, pool, role] :
+         {std::tuple{"prefill", &d.prefill, ServeRole::prefill}, std::tuple{"decode", &d.decode, ServeRole::decode}})
+        if (max_concurrency_that_fits(c, pool->layout, role) == 0)
+            io.err << "scalemodel: warning: not even one request fits in " << gib(s.system.accel.memory_bytes) << " per GPU of the "
+                   << name << " workers; they run one at a time\n";
+    const uint64_t seed = ask.request_rate > 0 ? ask.seed : 0;
+    const DisaggBenchmark b = run_disaggregated_benchmark(c, d, ask.concurrency, ask.request_rate,
+                                                          benchmark_requests(s.inference, ask.concurrency), ask.seed);
+    const Json j = disagg_json(s, b, ask.concurrency, ask.request_rate, seed);
+    switch (fmt) {
+        case Format::json: return emit_json(io, j);
+        case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
+        case Format::text: return emit_checked(io, j, disagg_text(s, b, ask.concurrency, ask.request_rate, seed));
+    }
+    return kExitOk;
+}
 
 // `--concurrency C` / `--request-rate R`: the benchmark, with the steady state beside it;
 // `--max-throughput`: the steady state at the best concurrency that fits.
@@ -144,6 +166,12 @@ Runner add_infer(CLI::App& app, const Io& io) {
         if (!s) return bad_input(io, s.error());
         note_assumptions(io, *s, Purpose::infer);
         const Format fmt = parse_format(o->format);
+        if (s->disaggregated) {
+            if (o->concurrency == 0 && o->request_rate == 0)
+                return bad_input(io, {"disaggregated", "a deployment with no load given",
+                                      "run by --concurrency C (clients for the whole deployment) or --request-rate R"});
+            return run_disaggregated(io, *s, {o->concurrency, o->request_rate, o->seed}, fmt);
+        }
         if (o->concurrency > 0 || o->request_rate > 0 || o->max_throughput)
             return run_serving(io, *s, {o->concurrency, o->request_rate, o->seed}, fmt);
         if (!sweep) {

@@ -88,4 +88,12 @@ double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t conc
 // request fits.
 std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p);
 
+// Disaggregated serving: one prompt's KV cache moved from a `prefill` to a `decode` instance,
+// every GPU sending (receiving) its own shard at once (the slower side's shard), over the
+// scale-up fabric (`within_domain`) or the scale-out network.
+double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain);
+// Energy of one prompt's KV cache moved to a `decode` replica: read from HBM at the sender,
+// written at the receiver, over that link.
+Energy kv_transfer_energy(const InferContext& c, const ParallelConfig& decode, bool within_domain);
+
 }  // namespace sm

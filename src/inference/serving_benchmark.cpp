@@ -1,6 +1,7 @@
 #include "inference/serving_benchmark.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -144,9 +145,14 @@ private:
     double t_ = 0;
 };
 
-// Every pass of a driver ends with an event (a prompt or a request finishing, an arrival, an
-// admission): a few per request. More passes than that is a bug, not a long benchmark.
-int64_t pass_limit(int64_t requests, size_t engines) { return 16 * requests * static_cast<int64_t>(engines) + 64; }
+// Every pass of a driver runs an engine's step or a run of them, and ends with an event (a prompt
+// or a request finishing, an arrival, an admission) or at another engine's next action: at most
+// a few per request and engine, or one per step of a request. More passes than that is a bug,
+// not a long benchmark.
+int64_t pass_limit(const EngineModel& e, int64_t requests, size_t engines) {
+    const int64_t steps = e.input_len / std::max<int64_t>(1, e.chunk_tokens) + e.output_len + 16;
+    return steps * requests * static_cast<int64_t>(engines) + 64;
+}
 
 }  // namespace
 
@@ -165,7 +171,7 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
     else
         for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
     std::vector<EngineEvent> events;
-    const int64_t passes = pass_limit(total, 1);
+    const int64_t passes = pass_limit(e, total, 1);
     for (int64_t pass = 0; std::isfinite(engine.next_s()); ++pass) {
         if (pass > passes) throw std::logic_error("serving benchmark: the engine stopped making progress");
         events.clear();
@@ -175,6 +181,62 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
             (ev.done ? r.done_s : r.first_token_s) = ev.t_s;
             // A request's last token: its client sends the next (closed loop).
             if (ev.done && load.clients > 0 && sent < total) send(ev.t_s);
+        }
+    }
+    return out;
+}
+
+std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int64_t prefill_engines, const EngineModel& decode,
+                                                 int64_t decode_engines, double transfer_s, const Load& load) {
+    const int64_t total = load.clients > 0 ? load.requests : std::min<int64_t>(load.requests, static_cast<int64_t>(load.arrivals_s.size()));
+    std::vector<RequestTimes> out(static_cast<size_t>(std::max<int64_t>(total, 0)));
+    if (total <= 0) return out;
+    const auto np = static_cast<size_t>(std::max<int64_t>(1, prefill_engines));
+    const auto nd = static_cast<size_t>(std::max<int64_t>(1, decode_engines));
+    std::vector<EngineSim> engines(np, EngineSim(prefill));  // prefill engines, then decode engines
+    engines.insert(engines.end(), nd, EngineSim(decode));
+    int64_t sent = 0, transferred = 0;
+    auto send = [&](double at) {
+        out[static_cast<size_t>(sent)].sent_s = at;
+        engines[static_cast<size_t>(sent) % np].arrive(sent, at + prefill.host_s);
+        ++sent;
+    };
+    if (load.clients > 0)
+        for (int64_t k = 0; k < std::min(load.clients, total); ++k) send(0.0);
+    else
+        for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
+    std::vector<EngineEvent> events;
+    const int64_t passes = pass_limit(prefill, total, engines.size()) + pass_limit(decode, total, engines.size());
+    for (int64_t pass = 0;; ++pass) {
+        if (pass > passes) throw std::logic_error("serving benchmark: the engines stopped making progress");
+        // The engine that acts first runs, up to when the other pool (the only one that delivers
+        // to it) may deliver: its next action plus the way between (the cache's move; the host).
+        size_t first = 0;
+        double next = std::numeric_limits<double>::infinity();
+        std::array<double, 2> pool_next{next, next};  // prefill, decode
+        for (size_t k = 0; k < engines.size(); ++k) {
+            const double at = engines[k].next_s();
+            double& pool = pool_next[k < np ? 0 : 1];
+            pool = std::min(pool, at);
+            if (at < next) {
+                next = at;
+                first = k;
+            }
+        }
+        if (!std::isfinite(next)) break;
+        const double after = first < np ? pool_next[1] + prefill.host_s : pool_next[0] + transfer_s;
+        events.clear();
+        engines[first].advance(after, events);
+        for (const EngineEvent& ev : events) {
+            RequestTimes& r = out[static_cast<size_t>(ev.id)];
+            if (first < np) {  // a prompt done: its cache moves to a decode engine
+                if (ev.done) engines[np + static_cast<size_t>(transferred++) % nd].arrive(ev.id, ev.t_s + transfer_s);
+            } else if (!ev.done) {
+                r.first_token_s = ev.t_s;
+            } else {
+                r.done_s = ev.t_s;
+                if (load.clients > 0 && sent < total) send(ev.t_s);
+            }
         }
     }
     return out;
@@ -279,6 +341,37 @@ int64_t benchmark_requests(const InferenceSpec& s, int64_t clients) {
     return clients > 0 ? std::min<int64_t>(10 * clients, int64_t{1} << 20) : 1000;
 }
 
+namespace {
+
+// The latencies and throughput of runs of requests, each run counted `weight` times.
+BenchmarkResult summarise_runs(const std::vector<std::pair<std::vector<RequestTimes>, double>>& runs, int64_t output_len) {
+    BenchmarkResult r;
+    std::vector<std::pair<double, double>> ttft, tpot, e2e;
+    double tokens = 0, start = std::numeric_limits<double>::infinity();
+    for (const auto& [times, weight] : runs) {
+        for (const RequestTimes& q : times) {
+            ttft.emplace_back(q.first_token_s - q.sent_s, weight);
+            e2e.emplace_back(q.done_s - q.sent_s, weight);
+            if (output_len > 1) tpot.emplace_back((q.done_s - q.first_token_s) / as_d(output_len - 1), weight);
+            r.duration_s = std::max(r.duration_s, q.done_s);
+            start = std::min(start, q.sent_s);
+            tokens += weight * as_d(output_len);
+            r.requests += static_cast<int64_t>(weight);
+        }
+    }
+    r.ttft_s = summarise(std::move(ttft));
+    r.tpot_s = summarise(std::move(tpot));
+    r.e2e_s = summarise(std::move(e2e));
+    if (r.requests > 0) r.duration_s -= start;
+    if (r.duration_s > 0) {
+        r.output_tokens_per_s = tokens / r.duration_s;
+        r.requests_per_s = as_d(r.requests) / r.duration_s;
+    }
+    return r;
+}
+
+}  // namespace
+
 BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, int64_t slots, PrefillSchedule schedule,
                               int64_t clients, double rate_per_s, int64_t requests, uint64_t seed) {
     const InferenceSpec& s = c.inference;
@@ -306,29 +399,35 @@ BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, in
         const int64_t n = (requests + p.dp - 1) / p.dp;
         shares.push_back({{0, n, poisson_arrivals(rate_per_s / as_d(p.dp), n, seed)}, as_d(p.dp)});
     }
-    BenchmarkResult r;
+    std::vector<std::pair<std::vector<RequestTimes>, double>> runs;
+    for (const Share& sh : shares) runs.emplace_back(simulate_engine(e, sh.load), sh.weight);
+    BenchmarkResult r = summarise_runs(runs, s.output_len);
     r.slots = slots;
-    std::vector<std::pair<double, double>> ttft, tpot, e2e;
-    double tokens = 0, start = std::numeric_limits<double>::infinity();
-    for (const Share& sh : shares) {
-        for (const RequestTimes& q : simulate_engine(e, sh.load)) {
-            ttft.emplace_back(q.first_token_s - q.sent_s, sh.weight);
-            e2e.emplace_back(q.done_s - q.sent_s, sh.weight);
-            if (s.output_len > 1) tpot.emplace_back((q.done_s - q.first_token_s) / as_d(s.output_len - 1), sh.weight);
-            r.duration_s = std::max(r.duration_s, q.done_s);
-            start = std::min(start, q.sent_s);
-            tokens += sh.weight * as_d(s.output_len);
-            r.requests += static_cast<int64_t>(sh.weight);
-        }
-    }
-    r.ttft_s = summarise(std::move(ttft));
-    r.tpot_s = summarise(std::move(tpot));
-    r.e2e_s = summarise(std::move(e2e));
-    if (r.requests > 0) r.duration_s -= start;
-    if (r.duration_s > 0) {
-        r.output_tokens_per_s = tokens / r.duration_s;
-        r.requests_per_s = as_d(r.requests) / r.duration_s;
-    }
+    return r;
+}
+
+DisaggBenchmark run_disaggregated_benchmark(const InferContext& c, const DisaggDeployment& d, int64_t clients, double rate_per_s,
+                                            int64_t requests, uint64_t seed) {
+    const InferenceSpec& s = c.inference;
+    const ParallelConfig& pp = d.prefill.layout;
+    const ParallelConfig& dp = d.decode.layout;
+    const int64_t prefill_slots = std::max<int64_t>(1, max_concurrency_that_fits(c, pp, ServeRole::prefill));
+    const int64_t decode_slots = std::max<int64_t>(1, max_concurrency_that_fits(c, dp, ServeRole::decode));
+    EngineModel prefill = engine_model(c, pp, prefill_slots, {0.0},
+                                       step_ladder(s.prefill_chunk_tokens, {s.input_len, s.input_len % s.prefill_chunk_tokens}));
+    prefill.output_len = 1;
+    prefill.host_s = c.system.eff.host_request_overhead_s;
+    prefill.schedule = PrefillSchedule::separate;  // nothing decodes beside its prompts
+    EngineModel decode = engine_model(c, dp, decode_slots, step_ladder(decode_slots, {}), {0.0});
+    decode.input_len = 0;
+    const bool within = d.gpus() <= c.system.used_per_domain();
+    const double transfer = kv_transfer_s(c, pp, dp, within);
+    Load load{clients, requests, {}};
+    if (clients == 0) load.arrivals_s = poisson_arrivals(rate_per_s, requests, seed);
+    const std::vector<std::pair<std::vector<RequestTimes>, double>> runs{
+        {simulate_disaggregated(prefill, d.prefill.workers * pp.dp, decode, d.decode.workers * dp.dp, transfer, load), 1.0}};
+    DisaggBenchmark r{summarise_runs(runs, s.output_len), prefill_slots, transfer, within};
+    r.result.slots = decode_slots;
     return r;
 }
 

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "inference/deployment.hpp"
 #include "inference/serving.hpp"
 
 namespace sm {
@@ -47,6 +48,17 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
 // the C++ standard (std::mt19937_64 and the inverse of the exponential distribution by hand), so
 // every platform draws the same times.
 std::vector<double> poisson_arrivals(double rate_per_s, int64_t n, uint64_t seed);
+
+// A disaggregated deployment's request flow: prompts dealt in turn over `prefill_engines`
+// engines of `prefill` (each request's prompt only: output_len 1), each prompt's KV cache then
+// `transfer_s` on the way to one of `decode_engines` engines of `decode` (dealt in turn; its
+// input_len 0: a request arrives with its cache and decodes the O - 1 tokens after the first).
+// A request's first token reaches its client when its decode engine admits it (the cache has
+// arrived and a slot holds it), its last when that engine is done with it. Closed loop: a
+// client sends its next request then. Every engine is stepped in time order, each a run of
+// steps alike at most up to the next time another engine acts.
+std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int64_t prefill_engines, const EngineModel& decode,
+                                                 int64_t decode_engines, double transfer_s, const Load& load);
 
 struct Summary {
     double mean = 0, p50 = 0, p90 = 0, p99 = 0;
@@ -104,5 +116,20 @@ int64_t benchmark_requests(const InferenceSpec& s, int64_t clients);
 // replicas at random (each a Poisson stream of rate / dp). `slots`: requests a replica holds.
 BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, int64_t slots, PrefillSchedule schedule,
                               int64_t clients, double rate_per_s, int64_t requests, uint64_t seed);
+
+// The benchmark of run_benchmark on a disaggregated deployment (simulate_disaggregated): each
+// role's engine as engine_model builds it, its slots the requests whose memory fits a GPU of its
+// layout in its role (at least one), the host time before the prefill pool, the KV transfer over
+// the scale-up fabric when the whole deployment fits in one domain, else the scale-out network.
+// Closed loop: `clients` in all. Open loop (clients == 0): `requests` Poisson arrivals at
+// `rate_per_s` for the deployment, dealt to the prefill engines in turn.
+struct DisaggBenchmark {
+    BenchmarkResult result;       // its slots: per decode engine
+    int64_t prefill_slots = 0;    // per prefill engine
+    double kv_transfer_s = 0;     // one prompt's cache, prefill to decode
+    bool within_domain = false;   // over the scale-up fabric
+};
+DisaggBenchmark run_disaggregated_benchmark(const InferContext& c, const DisaggDeployment& d, int64_t clients, double rate_per_s,
+                                            int64_t requests, uint64_t seed);
 
 }  // namespace sm

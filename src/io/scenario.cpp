@@ -571,6 +571,27 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     return p;
 }
 
+// A disaggregated deployment's role: `workers` instances of one layout (the `parallel` fields).
+RolePool read_role(ObjectReader r, const ModelSpec& m) {
+    RolePool pool;
+    pool.workers = r.integer("workers", 1, 1, int64_t{1} << 20);
+    std::set<std::string> given;
+    pool.layout = read_parallel(r, given);
+    if (!given.count("pipeline_split")) pool.layout.split = default_split(m.layers, pool.layout);
+    return pool;
+}
+
+DisaggDeployment read_disaggregated(ObjectReader r, const ModelSpec& m) {
+    DisaggDeployment d;
+    for (auto [key, pool] : {std::pair{"prefill", &d.prefill}, std::pair{"decode", &d.decode}}) {
+        std::optional<ObjectReader> role = r.child(key);
+        if (!role) fail(r.path_of(key), "nothing", "required: {\"workers\": N, \"tp\": ..., \"dp\": ..., \"ep\": ...}");
+        *pool = read_role(*role, m);
+    }
+    r.finish();
+    return d;
+}
+
 TrainingSpec read_training(ObjectReader r, const ParallelConfig& p, int64_t seq_len) {
     TrainingSpec t;
     if (r.has("batch_tokens")) {
@@ -736,14 +757,23 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
         s.parallel = read_parallel(root.child_or_empty("parallel"), s.parallel_given);
         s.training = read_training(root.child_or_empty("training"), s.parallel, s.model.seq_len);
         s.inference = read_inference(root.child_or_empty("inference"));
+        if (std::optional<ObjectReader> d = root.child("disaggregated")) s.disaggregated = read_disaggregated(*d, s.model);
         root.finish();
-        for (const char* k : {"parallel", "training", "inference"})
+        for (const char* k : {"parallel", "training", "inference", "disaggregated"})
             if (doc.contains(k)) resolved[k] = doc[k];
         s.resolved = std::move(resolved);
         resolve_pipeline_split(s);
         s.modified = preset_changes(doc);
         if (purpose == Purpose::train) report_first(check_layout(s.model, s.system, s.training, s.parallel));
         if (purpose == Purpose::infer) report_first(check_layout(s.model, s.system, s.inference, s.parallel));
+        if (purpose == Purpose::infer && s.disaggregated)
+            for (auto [role, pool] : {std::pair{"prefill", &s.disaggregated->prefill}, std::pair{"decode", &s.disaggregated->decode}}) {
+                // The role's own fields named, not the scenario's `parallel`.
+                std::vector<InputError> broken = check_layout(s.model, s.system, s.inference, pool->layout);
+                for (InputError& e : broken)
+                    if (e.path.rfind("parallel.", 0) == 0) e.path = fmt::format("disaggregated.{}.{}", role, e.path.substr(9));
+                report_first(broken);
+            }
         if (purpose == Purpose::search) {
             report_first(check_trainable(s.model, s.system, s.training, s.parallel.cp));
             if (s.parallel_given.count("etp"))

@@ -1,11 +1,13 @@
 #pragma once
 // Scenario files: JSON → presets resolved → `--set` overrides → strict, validated specs.
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "hardware/system_spec.hpp"
+#include "inference/deployment.hpp"
 #include "inference/inference_spec.hpp"
 #include "io/json_reader.hpp"
 #include "io/read_file.hpp"
@@ -25,6 +27,7 @@ struct Scenario {
     ParallelConfig parallel;
     TrainingSpec training;
     InferenceSpec inference;
+    std::optional<DisaggDeployment> disaggregated;  // serving on prefill and decode pools of their own
     std::set<std::string> parallel_given;  // fields of `parallel` the user fixed (search holds them)
     Json resolved;                         // the scenario after presets and overrides
     Json full;                             // every field read, preset values and defaults filled in

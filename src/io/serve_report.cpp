@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "io/energy_report.hpp"
 #include "io/infer_report.hpp"
 
@@ -12,6 +14,29 @@ EnergyScope serve_energy_scope(const ParallelConfig& p, const ServingPoint& r) {
     const double k = requests_per_step > 0 ? 1.0 / requests_per_step : 0.0;
     return {r.energy.scaled(k), r.step_s * k, static_cast<double>(p.tp * p.pp), r.output_tokens_per_s / r.requests_per_s, 1.0};
 }
+
+namespace {
+
+// Mean and percentiles of each latency, as `key`, `key_p50`, ...
+void add_latency_keys(Json& j, const BenchmarkResult& b) {
+    for (const auto& [key, x] : {std::pair{"ttft_s", b.ttft_s}, std::pair{"tpot_s", b.tpot_s}, std::pair{"e2e_latency_s", b.e2e_s}}) {
+        j[key] = x.mean;
+        j[std::string(key) + "_p50"] = x.p50;
+        j[std::string(key) + "_p90"] = x.p90;
+        j[std::string(key) + "_p99"] = x.p99;
+    }
+}
+
+// The latency table of a benchmark.
+std::string latency_table(const BenchmarkResult& b) {
+    std::string o = fmt::format("\n  {:<21}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99");
+    for (const auto& [name, x] : {std::pair{"time to first token", b.ttft_s}, std::pair{"time per out token", b.tpot_s},
+                                  std::pair{"end-to-end latency", b.e2e_s}})
+        o += fmt::format("  {:<21}{:>12}{:>12}{:>12}{:>12}\n", name, seconds(x.mean), seconds(x.p50), seconds(x.p90), seconds(x.p99));
+    return o;
+}
+
+}  // namespace
 
 Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits,
                 const BenchmarkReport* bench) {
@@ -54,12 +79,7 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         j["steady_state"]["tpot_s"] = r.tpot_s;
         j["steady_state"]["e2e_latency_s"] = r.e2e_latency_s;
         j["steady_state"]["output_tokens_per_s"] = r.output_tokens_per_s;
-        for (const auto& [key, x] : {std::pair{"ttft_s", b.ttft_s}, std::pair{"tpot_s", b.tpot_s}, std::pair{"e2e_latency_s", b.e2e_s}}) {
-            j[key] = x.mean;
-            j[std::string(key) + "_p50"] = x.p50;
-            j[std::string(key) + "_p90"] = x.p90;
-            j[std::string(key) + "_p99"] = x.p99;
-        }
+        add_latency_keys(j, b);
         j["output_tokens_per_s"] = b.output_tokens_per_s;
         j["output_tokens_per_s_per_gpu"] = b.output_tokens_per_s / static_cast<double>(r.gpus);
         j["output_tokens_per_s_per_user"] = b.tpot_s.mean > 0 ? 1.0 / b.tpot_s.mean : 0.0;
@@ -102,10 +122,7 @@ std::string benchmark_text(const Scenario& s, const ServingPoint& r, const Bench
     o += fmt::format("Prompts: prefilled {}, at most {} tokens a step (inference.prefill_schedule {})\n",
                      i.prefill_schedule == PrefillSchedule::mixed ? "in chunks beside the decodes" : "in steps of their own",
                      i.prefill_chunk_tokens, to_string(i.prefill_schedule));
-    o += fmt::format("\n  {:<21}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99");
-    for (const auto& [name, x] : {std::pair{"time to first token", b.ttft_s}, std::pair{"time per out token", b.tpot_s},
-                                  std::pair{"end-to-end latency", b.e2e_s}})
-        o += fmt::format("  {:<21}{:>12}{:>12}{:>12}{:>12}\n", name, seconds(x.mean), seconds(x.p50), seconds(x.p90), seconds(x.p99));
+    o += latency_table(b);
     o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
                      b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(r.gpus), seconds(b.duration_s));
     o += fmt::format("\n  steady state at {} in flight per replica: TTFT {}, TPOT {}, {:.1f} output tokens/s{}\n", r.concurrency,
@@ -156,6 +173,64 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
                      gib(m.weights_bytes), gib(m.kv_cache_bytes), r.kv_tokens_per_request, gib(m.activations_bytes),
                      gib(m.overhead_bytes));
     o += energy_text(s.system, serve_energy_scope(s.parallel, r), true);
+    return o;
+}
+
+Json disagg_json(const Scenario& s, const DisaggBenchmark& d, int64_t clients, double request_rate_per_s, uint64_t seed) {
+    const InferenceSpec& i = s.inference;
+    const BenchmarkResult& b = d.result;
+    const auto gpus = static_cast<double>(s.disaggregated->gpus());
+    auto role = [](const RolePool& r, int64_t slots) {
+        return Json{{"workers", r.workers}, {"parallel", parallel_json(r.layout)}, {"gpus", r.gpus()}, {"slots_per_engine", slots}};
+    };
+    Json j{
+        {"model", s.model.name},
+        {"system", s.system.name},
+        {"mode", "disaggregated"},
+        {"prefill", role(s.disaggregated->prefill, d.prefill_slots)},
+        {"decode", role(s.disaggregated->decode, b.slots)},
+        {"gpus", s.disaggregated->gpus()},
+        {"input_len", i.input_len},
+        {"output_len", i.output_len},
+        {"prefill_chunk_tokens", i.prefill_chunk_tokens},
+        {"precision", precision_json(i)},
+        {"kv_transfer_s", d.kv_transfer_s},
+        {"kv_transfer_link", d.within_domain ? "scale_up" : "scale_out"},
+        {"output_tokens_per_s", b.output_tokens_per_s},
+        {"output_tokens_per_s_per_gpu", b.output_tokens_per_s / gpus},
+        {"output_tokens_per_s_per_user", b.tpot_s.mean > 0 ? 1.0 / b.tpot_s.mean : 0.0},
+        {"benchmark",
+         {{"loop", clients > 0 ? "closed" : "open"},
+          {"clients", clients},
+          {"request_rate_per_s", request_rate_per_s},
+          {"seed", seed},
+          {"requests", b.requests},
+          {"duration_s", b.duration_s},
+          {"requests_per_s", b.requests_per_s}}},
+    };
+    add_latency_keys(j, b);
+    return j;
+}
+
+std::string disagg_text(const Scenario& s, const DisaggBenchmark& d, int64_t clients, double request_rate_per_s, uint64_t seed) {
+    const InferenceSpec& i = s.inference;
+    const BenchmarkResult& b = d.result;
+    const DisaggDeployment& dep = *s.disaggregated;
+    std::string o = fmt::format("Serving (disaggregated): {} on {} x {} ({})   {} in / {} out   math {} . weights {} . KV {}\n",
+                                s.model.name, dep.gpus(), s.system.accel.name, s.system.name, i.input_len, i.output_len,
+                                to_string(i.precision), to_string(i.weight_precision), to_string(i.kv_precision));
+    for (const auto& [name, pool, slots] : {std::tuple{"prefill", &dep.prefill, d.prefill_slots}, std::tuple{"decode", &dep.decode, b.slots}})
+        o += fmt::format("  {:<8}{} worker(s) of tp {} . pp {} . dp {} . ep {}: {} GPUs, {} slots per engine (a worker runs dp engines)\n",
+                         name, pool->workers, pool->layout.tp, pool->layout.pp, pool->layout.dp, pool->layout.ep, pool->gpus(), slots);
+    o += fmt::format("  KV cache of a prompt moves in {} over the {}\n", seconds(d.kv_transfer_s),
+                     d.within_domain ? "scale-up fabric" : "scale-out network");
+    if (clients > 0)
+        o += fmt::format("Benchmark: closed loop of {} clients, {} requests\n", clients, b.requests);
+    else
+        o += fmt::format("Benchmark: Poisson arrivals at {:g} requests/s (seed {}), {} requests\n", request_rate_per_s, seed, b.requests);
+    o += latency_table(b);
+    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
+                     b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(dep.gpus()), seconds(b.duration_s));
     return o;
 }
 

@@ -31,4 +31,10 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
 std::string serve_text(const Scenario& s, const ServingPoint& r, const std::string& mode, int64_t max_concurrency_fits,
                        const BenchmarkReport* bench = nullptr);
 
+// A disaggregated deployment's benchmark (`infer --concurrency` / `--request-rate` with a
+// `disaggregated` section): each role's workers, layout and slots, the cache's move, and what
+// the clients measured.
+Json disagg_json(const Scenario& s, const DisaggBenchmark& b, int64_t clients, double request_rate_per_s, uint64_t seed);
+std::string disagg_text(const Scenario& s, const DisaggBenchmark& b, int64_t clients, double request_rate_per_s, uint64_t seed);
+
 }  // namespace sm

@@ -42,11 +42,16 @@ void copy(Json& dst, const char* key, const CsvRow& row, const char* column) {
     if (!v.empty()) dst[key] = cell(v);
 }
 
+void copy(Json& dst, const char* key, const CsvRow& row, const std::string& column) { copy(dst, key, row, column.c_str()); }
+
 bool is_model_preset(const std::string& name) {
     for (const auto& n : model_preset_names())
         if (n == name) return true;
     return false;
 }
+
+// A serving layout in the listing.
+std::string layout_brief(const ParallelConfig& p) { return fmt::format("tp{} pp{} dp{} ep{}", p.tp, p.pp, p.dp, p.ep); }
 
 bool is_training_row(const CsvRow& row) { return row.count("measured_step_time_s") > 0; }
 
@@ -111,14 +116,35 @@ struct Measure {
 };
 
 bool fixed_concurrency(const CsvRow& row) { return !field(row, "concurrency").empty(); }
+bool disaggregated(const CsvRow& row) { return fixed_concurrency(row) && field(row, "serving_mode") == "disagg"; }
+
+// A serving layout's columns: the deployment's (prefix "") or one disaggregated role's
+// ("prefill_", "decode_").
+const std::string& role_field(const CsvRow& row, const std::string& prefix, const char* column) {
+    return field(row, (prefix + column).c_str());
+}
 
 // TP attention with the experts spread over the same GPUs (moe_tp x moe_ep = tp, moe_tp < tp,
 // one attention-DP rank): parallel.etp = moe_tp, ep = moe_ep.
-bool experts_over_tp(const CsvRow& row) {
-    const std::string& adp = field(row, "attention_dp");
-    const long long tp = std::atoll(field(row, "tp").c_str()), etp = std::atoll(field(row, "moe_tp").c_str()),
-                    ep = std::atoll(field(row, "moe_ep").c_str());
+bool experts_over_tp(const CsvRow& row, const std::string& prefix = "") {
+    const std::string& adp = role_field(row, prefix, "attention_dp");
+    const long long tp = std::atoll(role_field(row, prefix, "tp").c_str()), etp = std::atoll(role_field(row, prefix, "moe_tp").c_str()),
+                    ep = std::atoll(role_field(row, prefix, "moe_ep").c_str());
     return etp >= 1 && ep >= 1 && etp < tp && etp <= (1LL << 20) && ep <= (1LL << 20) && etp * ep == tp && (adp.empty() || adp == "1");
+}
+
+// Experts split as attention is (moe_tp = tp, moe_ep over the attention-DP ranks) or spread over
+// attention's tensor-parallel GPUs (experts_over_tp); experts over tp x attention_dp with
+// attention data parallelism are not modelled: why not, or nullopt.
+std::optional<std::string> moe_layout_unmodelled(const CsvRow& row, const std::string& prefix) {
+    if (field(row, "moe_experts").empty() || role_field(row, prefix, "moe_tp") == role_field(row, prefix, "tp") ||
+        experts_over_tp(row, prefix))
+        return std::nullopt;
+    const std::string& adp = role_field(row, prefix, "attention_dp");
+    return (prefix.empty() ? "" : "the " + prefix.substr(0, prefix.size() - 1) + " role's ") + "MoE layers laid out apart from attention (moe_tp " + printable(role_field(row, prefix, "moe_tp")) + " x moe_ep " +
+           printable(role_field(row, prefix, "moe_ep")) + " against attention tp " + printable(role_field(row, prefix, "tp")) +
+           " x attention_dp " + printable(adp.empty() ? "1" : adp) +
+           "): only moe_tp = tp, or moe_tp x moe_ep = tp without attention data parallelism, are modelled";
 }
 
 Measure inference_measure(const CsvRow& row) {
@@ -141,6 +167,13 @@ bool is_needed(const CsvRow& row, const std::string& column) {
         "seq_len", "system", "tp",     "pp",    "dp",       "cp",         "mbs",     "sequence_parallel",
         "zero",   "recompute", "gbs",  "precision", "batch", "input_len", "output_len"};
     if (column == "vp") return field(row, "pp") != "1";             // interleaving needs a pipeline
+    // A disaggregated deployment is its roles' layouts and worker counts.
+    if (disaggregated(row)) {
+        if (column == "tp" || column == "pp") return false;
+        for (const char* role : {"prefill_", "decode_"})
+            for (const char* c : {"workers", "tp", "pp"})
+                if (column == std::string(role) + c) return true;
+    }
     // A serving row without its batch is compared at the best concurrency (infer --max-throughput).
     if (column == "batch" && !is_training_row(row))
         return inference_measure(row).kind != InferMeasure::max_throughput && !fixed_concurrency(row);
@@ -169,19 +202,12 @@ std::optional<std::string> unmodelled(const CsvRow& row, const std::vector<std::
         return "sliding-window attention (per the notes) without its window (the data-set context gives none)";
     if (notes.find("EP degree not stated") != std::string::npos && field(row, "tp") != "1")
         return "the expert-parallel degree is unpublished (per the notes)";
-    if (fixed_concurrency(row)) {
-        if (field(row, "serving_mode") == "disagg")
-            return "a disaggregated deployment (xPyD with per-role layouts and worker counts): not compared yet";
-        // Experts split as attention is (moe_tp = tp, moe_ep over the attention-DP ranks) or
-        // spread over attention's tensor-parallel GPUs (moe_tp x moe_ep = tp); experts over
-        // tp x attention_dp with attention data parallelism are not modelled.
-        if (!field(row, "moe_experts").empty() && field(row, "moe_tp") != field(row, "tp") && !experts_over_tp(row))
-            return "MoE layers laid out apart from attention (moe_tp " + printable(field(row, "moe_tp")) + " x moe_ep " +
-                   printable(field(row, "moe_ep")) + " against attention tp " + printable(field(row, "tp")) + " x attention_dp " +
-                   printable(field(row, "attention_dp").empty() ? "1" : field(row, "attention_dp")) +
-                   "): only moe_tp = tp, or moe_tp x moe_ep = tp without attention data parallelism, are modelled";
+    if (disaggregated(row)) {
+        for (const char* role : {"prefill_", "decode_"})
+            if (auto why = moe_layout_unmodelled(row, role)) return why;
         return std::nullopt;
     }
+    if (fixed_concurrency(row)) return moe_layout_unmodelled(row, "");
     if (!field(row, "throughput_scope").empty() && field(row, "throughput_scope") != "per_gpu")
         return "throughput_scope " + printable(field(row, "throughput_scope")) + ": only per_gpu throughput is compared";
     return std::nullopt;
@@ -246,12 +272,25 @@ Expected<Json> row_scenario(const CsvRow& row) {
     }
     // A serving benchmark's attention data-parallel ranks are replicas of tp GPUs (blank: one);
     // its experts split moe_ep ways across them.
-    if (fixed_concurrency(row)) {
-        copy(par, "dp", row, "attention_dp");
-        if (model.contains("moe")) copy(par, "ep", row, "moe_ep");
-        if (model.contains("moe") && experts_over_tp(row)) copy(par, "etp", row, "moe_tp");
-    }
+    auto serving_layout = [&](Json& layout, const std::string& prefix) {
+        copy(layout, "dp", row, prefix + "attention_dp");
+        if (model.contains("moe")) copy(layout, "ep", row, prefix + "moe_ep");
+        if (model.contains("moe") && experts_over_tp(row, prefix)) copy(layout, "etp", row, prefix + "moe_tp");
+    };
+    if (fixed_concurrency(row)) serving_layout(par, "");
     doc["parallel"] = par;
+    // A disaggregated deployment: each role's workers and layout.
+    if (disaggregated(row)) {
+        Json d = Json::object();
+        for (const char* role : {"prefill", "decode"}) {
+            const std::string prefix = std::string(role) + "_";
+            Json layout = Json::object();
+            for (const char* k : {"workers", "tp", "pp"}) copy(layout, k, row, prefix + k);
+            serving_layout(layout, prefix);
+            d[role] = layout;
+        }
+        doc["disaggregated"] = d;
+    }
     if (is_training_row(row)) {
         Json tr = Json::object();
         copy(tr, "global_batch", row, "gbs");
@@ -481,17 +520,30 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
                     rep.skipped.push_back(shown_id + ": concurrency is not a whole number from 1 to 1048576");
                     return;
                 }
-                const int64_t slots = max_concurrency_that_fits(ic, s->parallel);
-                if (slots == 0) {
-                    rep.skipped.push_back(shown_id + ": not even one request fits in memory");
-                    return;
-                }
-                const BenchmarkResult b =
-                    run_benchmark(ic, s->parallel, slots, s->inference.prefill_schedule, clients, 0, benchmark_requests(s->inference, clients), 1);
                 c.group = printable(id.substr(0, id.find('-')), 40) + " " + printable(field(row, "backend"), 20) + " " +
                           printable(field(row, "serving_mode"), 20);
-                c.layout = fmt::format("tp{} pp{} dp{} ep{} concurrency {} {} in/{} out", s->parallel.tp, s->parallel.pp,
-                                       s->parallel.dp, s->parallel.ep, clients, s->inference.input_len, s->inference.output_len);
+                const int64_t requests = benchmark_requests(s->inference, clients);
+                BenchmarkResult b;
+                if (const std::optional<DisaggDeployment>& d = s->disaggregated) {
+                    for (auto [role, pool] : {std::pair{"prefill", &d->prefill}, std::pair{"decode", &d->decode}})
+                        if (max_concurrency_that_fits(ic, pool->layout, role[0] == 'p' ? ServeRole::prefill : ServeRole::decode) == 0) {
+                            rep.skipped.push_back(shown_id + ": not even one request fits in the memory of a " + role + " GPU");
+                            return;
+                        }
+                    b = run_disaggregated_benchmark(ic, *d, clients, 0, requests, 1).result;
+                    c.layout = fmt::format("prefill {} x {}, decode {} x {}, concurrency {} {} in/{} out", d->prefill.workers,
+                                           layout_brief(d->prefill.layout), d->decode.workers, layout_brief(d->decode.layout), clients,
+                                           s->inference.input_len, s->inference.output_len);
+                } else {
+                    const int64_t slots = max_concurrency_that_fits(ic, s->parallel);
+                    if (slots == 0) {
+                        rep.skipped.push_back(shown_id + ": not even one request fits in memory");
+                        return;
+                    }
+                    b = run_benchmark(ic, s->parallel, slots, s->inference.prefill_schedule, clients, 0, requests, 1);
+                    c.layout = fmt::format("{} concurrency {} {} in/{} out", layout_brief(s->parallel), clients, s->inference.input_len,
+                                           s->inference.output_len);
+                }
                 ValidationCase ttft = c;
                 ttft.metric = "ttft_s";
                 ttft.measured = ttft_measured;

@@ -113,32 +113,6 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
     return r;
 }
 
-namespace {
-
-// One prompt's KV cache on each GPU of layout `p`.
-double prompt_kv_bytes_per_gpu(const InferContext& c, const ParallelConfig& p) {
-    InferenceSpec one = c.inference;
-    one.batch = 1;
-    return kv_cache_bytes_per_gpu(c.model, p, one, static_cast<double>(c.inference.input_len));
-}
-
-}  // namespace
-
-double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain) {
-    const double shard = std::max(prompt_kv_bytes_per_gpu(c, prefill), prompt_kv_bytes_per_gpu(c, decode));
-    const LinkLevel& link = within_domain ? c.system.scale_up : c.system.scale_out;
-    return link.latency_s + shard / link.effective_bw();
-}
-
-Energy kv_transfer_energy(const InferContext& c, const ParallelConfig& decode, bool within_domain) {
-    if (!c.system.energy.known()) return {};
-    const double bytes = prompt_kv_bytes_per_gpu(c, decode) * static_cast<double>(decode.tp * decode.pp);
-    Work w;
-    w.hbm_bytes = 2.0 * bytes;
-    (within_domain ? w.scale_up_bytes : w.scale_out_bytes) = bytes;
-    return energy_of(c.system, w, 0.0, 0.0);
-}
-
 std::vector<int64_t> instance_sizes(int64_t gpus) {
     std::vector<int64_t> out = divisors(gpus);
     for (int64_t g = 1; g < gpus; g *= 2) out.push_back(g);

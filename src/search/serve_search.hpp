@@ -75,11 +75,6 @@ struct DisaggResult {
     int64_t decode_points = 0;     // decode layouts with a point meeting TPOT
 };
 
-// One prompt's KV cache moved from `prefill` to `decode` instances (the slower side's shard).
-double kv_transfer_s(const InferContext& c, const ParallelConfig& prefill, const ParallelConfig& decode, bool within_domain);
-// Energy of one prompt's KV cache moved to a `decode` replica: read from HBM at the sender,
-// written at the receiver, over the scale-up fabric (`within_domain`) or the scale-out network.
-Energy kv_transfer_energy(const InferContext& c, const ParallelConfig& decode, bool within_domain);
 // Instance sizes up to gpus - 1 (the other pool needs one): powers of two and divisors of gpus.
 std::vector<int64_t> instance_sizes(int64_t gpus);
 // The decode instance counts worth trying (1..most, most >= 1) beside prefill instances of
