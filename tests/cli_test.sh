@@ -311,6 +311,19 @@ WANT='"steady_state"' good infer "$ex/infer-llama2-70b-h100.json" --concurrency 
 WANT='"loop": "open"' good infer "$ex/infer-llama2-70b-h100.json" --request-rate 2 --seed 5 --format json
 WANT="Poisson arrivals at 2 requests/s (seed 5)" good infer "$ex/infer-llama2-70b-h100.json" --request-rate 2 --seed 5
 WANT="in steps of their own" good infer "$ex/infer-llama2-70b-h100.json" --concurrency 4 --set inference.prefill_schedule=separate
+# A disaggregated deployment: its roles, the cache's move and the clients' figures; bad roles
+# are named by their own fields.
+dis="$ex/serve-disaggregated-llama3-70b-h100.json"
+WANT="Serving (disaggregated)" good infer "$dis" --concurrency 16
+WANT='"mode": "disaggregated"' good infer "$dis" --concurrency 16 --format json
+WANT='"kv_transfer_link": "scale_up"' good infer "$dis" --request-rate 3 --format json
+good infer "$dis" --concurrency 16 --format csv
+bad "disaggregated" infer "$dis"
+bad "disaggregated" infer "$dis" --max-throughput
+bad "disaggregated.prefill.workers" infer "$dis" --concurrency 4 --set disaggregated.prefill.workers=0
+bad "disaggregated.decode.tp" infer "$dis" --concurrency 4 --set disaggregated.decode.tp=3
+bad "disaggregated.decode" infer "$dis" --concurrency 4 --set disaggregated.decode=1
+bad "disaggregated.prefill.microbatches" infer "$dis" --concurrency 4 --set disaggregated.prefill.microbatches=2
 good infer "$ex/infer-llama2-70b-h100.json" --format json
 figure ttft_s 1.1396
 figure tpot_s 0.022137

@@ -188,6 +188,66 @@ TEST(ServingBenchmark, TtftGrowsWithClients) {
 }
 
 
+// Disaggregated: the toy engine's prompts on a prefill engine (one output token: done at its
+// first), the decodes on a decode engine (input_len 0: a request arrives with its cache), the
+// cache 0.5 s on the way. Two clients, three requests:
+//   prefill: req 0's prompt 0 -> 2 s, req 1's 2 -> 4 s; caches at the decode engine at 2.5 and 4.5.
+//   decode: req 0 admitted at 2.5 (its first token), two 1.1 s steps -> done 4.7; its client
+//     sends req 2. Req 1, at the engine since 4.5, joins at the step boundary 4.7 (first token),
+//     done 6.9. Req 2's prompt 4.7 -> 6.7, its cache at 7.2: first token 7.2, done 9.4.
+TEST(ServingBenchmark, DisaggregatedFlowByHand) {
+    EngineModel prefill = toy_engine(4);
+    prefill.output_len = 1;
+    EngineModel decode = toy_engine(4);
+    decode.input_len = 0;
+    const std::vector<RequestTimes> r = simulate_disaggregated(prefill, 1, decode, 1, 0.5, {2, 3, {}});
+    expect_times(r, {{2.5, 4.7}, {4.7, 6.9}, {7.2, 9.4}});
+    EXPECT_DOUBLE_EQ(r[2].sent_s, 4.7);
+    // Two prefill engines take the first two prompts at once (0 -> 2 s each); both caches reach
+    // the decode engine at 2.5 and decode together: 2 x 1.2 s -> 4.9; req 2 sent at 4.9 runs
+    // alone: prompt 4.9 -> 6.9, cache 7.4, done 7.4 + 2.2 = 9.6.
+    expect_times(simulate_disaggregated(prefill, 2, decode, 1, 0.5, {2, 3, {}}), {{2.5, 4.9}, {2.5, 4.9}, {7.4, 9.6}});
+    // One decode slot: req 1's cache, there at 2.5, waits until req 0 is done at 4.7.
+    decode.slots = 1;
+    expect_times(simulate_disaggregated(prefill, 2, decode, 1, 0.5, {2, 2, {}}), {{2.5, 4.7}, {4.7, 6.9}});
+}
+
+// A lone client on a disaggregated deployment of Llama 3 8B (one H100 each role): its TTFT is
+// the static prefill, the host's time and the cache's move over NVLink (2 x 32 layers x 8 KV
+// heads x 128 x 2 bytes x 1,024 tokens = 128 MiB at the fabric's effective bandwidth, plus its
+// latency); its decode steps are single-request steps.
+TEST(ServingBenchmark, DisaggregatedLoneRequestByHand) {
+    InferenceSpec s = bf16_workload(1024, 64);
+    s.cuda_graph_max_batch = 0;
+    SystemSpec sys = h100();
+    sys.eff.host_request_overhead_s = 0.01;
+    const InferContext c{llama8b(), sys, s};
+    const DisaggBenchmark b = run_disaggregated_benchmark(c, {{ParallelConfig{}, 1}, {ParallelConfig{}, 1}}, 1, 0, 2, 1);
+    const double kv_bytes = 2.0 * 32 * 8 * 128 * 2 * 1024;
+    const double transfer = sys.scale_up.latency_s + kv_bytes / (sys.scale_up.bw_bytes_per_s * sys.scale_up.efficiency);
+    EXPECT_TRUE(b.within_domain);
+    EXPECT_NEAR(b.kv_transfer_s, transfer, 1e-12);
+    const double prefill = prefill_cost(c, ParallelConfig{}).total_s();
+    EXPECT_EQ(b.result.requests, 2);
+    EXPECT_NEAR(b.result.ttft_s.mean, prefill + 0.01 + transfer, 1e-9);
+    EXPECT_NEAR(b.result.ttft_s.p99, prefill + 0.01 + transfer, 1e-9);
+    const double tpot = decode_step_cost(c, ParallelConfig{}, 1024 + 32).total_s();
+    EXPECT_NEAR(b.result.tpot_s.mean, tpot, 0.02 * tpot);
+}
+
+TEST(ServingBenchmark, DisaggregatedTtftGrowsWithClientsAndPrompts) {
+    const DisaggDeployment d{{ParallelConfig{}, 1}, {ParallelConfig{}, 1}};
+    double last = 0;
+    for (const int64_t n : {1, 8, 64}) {
+        const InferContext c{llama8b(), h100(), bf16_workload(2048, 128)};
+        const double ttft = run_disaggregated_benchmark(c, d, n, 0, 4 * n, 1).result.ttft_s.mean;
+        EXPECT_GT(ttft, last) << n << " clients";
+        last = ttft;
+    }
+    const InferContext shorter{llama8b(), h100(), bf16_workload(512, 128)};
+    EXPECT_LT(run_disaggregated_benchmark(shorter, d, 64, 0, 256, 1).result.ttft_s.mean, last);
+}
+
 TEST(ServingBenchmark, LadderAndGridByHand) {
     // 0, 1, 2, 4 below 8, then 8; 5 and 3 added, 12 clamped to 8 and 0 kept once.
     EXPECT_EQ(step_ladder(8, {5, 3, 0, 12}), (std::vector<double>{0, 1, 2, 3, 4, 5, 8}));
