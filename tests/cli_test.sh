@@ -324,6 +324,10 @@ bad "disaggregated.prefill.workers" infer "$dis" --concurrency 4 --set disaggreg
 bad "disaggregated.decode.tp" infer "$dis" --concurrency 4 --set disaggregated.decode.tp=3
 bad "disaggregated.decode" infer "$dis" --concurrency 4 --set disaggregated.decode=1
 bad "disaggregated.prefill.microbatches" infer "$dis" --concurrency 4 --set disaggregated.prefill.microbatches=2
+bad "its workers exceed the GPUs" infer "$dis" --concurrency 4 --gpus 6
+WANT="8 x H100" good infer "$dis" --concurrency 4 --gpus 8
+bad "--concurrency" infer "$dis" --concurrency 0
+bad "--request-rate" infer "$dis" --request-rate -2
 good infer "$ex/infer-llama2-70b-h100.json" --format json
 figure ttft_s 1.1396
 figure tpot_s 0.022137

@@ -10,6 +10,7 @@
 #include "inference/inference.hpp"
 #include "layout/rules.hpp"
 #include "model/ops.hpp"
+#include "parallel/placement.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -111,6 +112,73 @@ TEST(MoeLayouts, InferenceRulesForWholeExperts) {
     EXPECT_TRUE(check_layout(m, sys, s, p).empty());
     p.etp = 3;
     EXPECT_EQ(check_layout(m, sys, s, p).at(0).path, "parallel.etp");
+}
+
+// Experts wider than attention (SGLang's DP attention with TP experts): tp 1 over 4 replicas,
+// each expert split 4 ways over the 4 GPUs (etp 4, ep 1). Each GPU gathers the 4 replicas'
+// 12 tokens (48 x 64 x 2 = 6,144 bytes over the etp group), routes all 48, runs the 96 copies
+// on a quarter of each of the 8 experts' width (up n = 2 x 128 / 4), and reduce-scatters the
+// 48 token rows back; nothing is dispatched.
+TEST(MoeLayouts, ExpertsWiderThanAttentionGatherTheReplicasTokens) {
+    const ModelSpec m = testing::tiny_moe();
+    const LayerOps ops = layer_ops(m, tokens(1, 1, 4), LayerKind::moe);
+    EXPECT_DOUBLE_EQ(comm_named(ops, "moe_dp_all_gather").bytes, 6144.0);
+    EXPECT_EQ(comm_named(ops, "moe_dp_all_gather").group, CommGroup::etp);
+    EXPECT_DOUBLE_EQ(comm_named(ops, "moe_dp_reduce_scatter").bytes, 6144.0);
+    EXPECT_DOUBLE_EQ(op_named(ops, "moe_router").gemm.m, 48.0);
+    const Op& up = op_named(ops, "expert_up");
+    EXPECT_DOUBLE_EQ(up.gemm.m * up.gemm.batch, 96.0);
+    EXPECT_DOUBLE_EQ(up.gemm.batch, 8.0);
+    EXPECT_DOUBLE_EQ(up.gemm.n, 64.0);
+    EXPECT_FALSE(has_comm(ops, "moe_dispatch"));
+    EXPECT_FALSE(has_comm(ops, "moe_tp_all_gather"));
+    // etp 2 x ep 2 over the 4 replicas: gather 2 replicas' tokens (24 x 64 x 2 = 3,072 bytes),
+    // then dispatch their 48 copies by all-to-all over the 2 expert groups (48 x 64 x 2 = 6,144
+    // bytes each way); each GPU runs 48 copies on its 4 experts at half their width.
+    const LayerOps both = layer_ops(m, tokens(1, 2, 2), LayerKind::moe);
+    EXPECT_DOUBLE_EQ(comm_named(both, "moe_dp_all_gather").bytes, 3072.0);
+    EXPECT_DOUBLE_EQ(comm_named(both, "moe_dispatch").bytes, 6144.0);
+    EXPECT_DOUBLE_EQ(comm_named(both, "moe_combine").bytes, 6144.0);
+    const Op& up2 = op_named(both, "expert_up");
+    EXPECT_DOUBLE_EQ(up2.gemm.m * up2.gemm.batch, 48.0);
+    EXPECT_DOUBLE_EQ(up2.gemm.batch, 4.0);
+    EXPECT_DOUBLE_EQ(up2.gemm.n, 128.0);
+}
+
+TEST(MoeLayouts, InferenceRulesForExpertsWiderThanAttention) {
+    const ModelSpec m = testing::tiny_moe();
+    const SystemSpec sys = testing::system_preset("dgx-h100");
+    InferenceSpec s;
+    ParallelConfig p;
+    p.dp = 4;
+    p.etp = 4;  // etp x ep = tp x dp
+    EXPECT_TRUE(check_layout(m, sys, s, p).empty());
+    p.ep = 2;   // 8 expert slots on 4 GPUs
+    EXPECT_EQ(check_layout(m, sys, s, p).at(0).path, "parallel.etp");
+    p.tp = 2;
+    p.dp = 2;
+    p.ep = 1;
+    p.etp = 3;  // not a multiple of tp
+    EXPECT_EQ(check_layout(m, sys, s, p).at(0).path, "parallel.etp");
+    p.etp = 4;
+    EXPECT_TRUE(check_layout(m, sys, s, p).empty());
+    // Training keeps experts at most as wide as attention.
+    EXPECT_EQ(check_layout(m, sys, testing::batch_of(8), p).at(0).path, "parallel.etp");
+    // The expert weights per GPU: a quarter either way, split 4 ways or two whole on each GPU.
+    ParallelConfig wide, dep;
+    wide.dp = dep.dp = 4;
+    wide.etp = 4;
+    dep.ep = 4;
+    EXPECT_DOUBLE_EQ(weight_params_per_gpu(m, wide), weight_params_per_gpu(m, dep));
+    // The gather group: 16 replicas of tp 1 sharing each expert's slices span both 8-GPU
+    // domains of 16 H100s; experts as wide as attention gather over nobody.
+    wide.dp = 16;
+    wide.etp = 16;
+    const GroupSpan g = place_groups(wide, sys).span[idx(CommGroup::etp)];
+    EXPECT_EQ(g.size, 16);
+    EXPECT_EQ(g.local, 8);
+    EXPECT_EQ(g.remote, 2);
+    EXPECT_EQ(place_groups(dep, sys).span[idx(CommGroup::etp)].size, 1);
 }
 
 }  // namespace

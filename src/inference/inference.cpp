@@ -51,7 +51,7 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
         c.scale_up_bytes += k.scale_up_bytes * op.count;
         c.scale_out_bytes += k.scale_out_bytes * op.count;
         const double t = (k.time_s + collective_host_s) * op.count;
-        if (op.group == CommGroup::ep)
+        if (op.group == CommGroup::ep || op.group == CommGroup::etp)
             c.ep_comm_s += t;
         else
             c.tp_comm_s += t;

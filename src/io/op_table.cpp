@@ -43,6 +43,7 @@ std::string_view group_name(CommGroup g) {
         case CommGroup::dp: return "dp";
         case CommGroup::pp: return "pp";
         case CommGroup::tp_rows: return "tp_rows";
+        case CommGroup::etp: return "etp";
     }
     return "?";
 }

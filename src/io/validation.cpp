@@ -124,27 +124,42 @@ const std::string& role_field(const CsvRow& row, const std::string& prefix, cons
     return field(row, (prefix + column).c_str());
 }
 
-// TP attention with the experts spread over the same GPUs (moe_tp x moe_ep = tp, moe_tp < tp,
-// one attention-DP rank): parallel.etp = moe_tp, ep = moe_ep.
-bool experts_over_tp(const CsvRow& row, const std::string& prefix = "") {
-    const std::string& adp = role_field(row, prefix, "attention_dp");
-    const long long tp = std::atoll(role_field(row, prefix, "tp").c_str()), etp = std::atoll(role_field(row, prefix, "moe_tp").c_str()),
-                    ep = std::atoll(role_field(row, prefix, "moe_ep").c_str());
-    return etp >= 1 && ep >= 1 && etp < tp && etp <= (1LL << 20) && ep <= (1LL << 20) && etp * ep == tp && (adp.empty() || adp == "1");
+// A layout degree of a row as a number (blank: 1; anything outside 1..2^20: 0, matching nothing).
+long long degree_cell(const std::string& text) {
+    if (text.empty()) return 1;
+    const long long v = std::atoll(text.c_str());
+    return v >= 1 && v <= (1LL << 20) ? v : 0;
 }
 
-// Experts split as attention is (moe_tp = tp, moe_ep over the attention-DP ranks) or spread over
-// attention's tensor-parallel GPUs (experts_over_tp); experts over tp x attention_dp with
-// attention data parallelism are not modelled: why not, or nullopt.
+// Experts tensor-parallel other than attention, on the same GPUs: spread over attention's
+// tensor-parallel GPUs (moe_tp x moe_ep = tp, moe_tp < tp, one attention-DP rank), or wider
+// than attention over its replicas' GPUs (moe_tp x moe_ep = tp x attention_dp, moe_tp a
+// multiple of tp): parallel.etp = moe_tp, ep = moe_ep.
+bool experts_own_split(const CsvRow& row, const std::string& prefix = "") {
+    const long long tp = degree_cell(role_field(row, prefix, "tp")), etp = degree_cell(role_field(row, prefix, "moe_tp")),
+                    ep = degree_cell(role_field(row, prefix, "moe_ep")), adp = degree_cell(role_field(row, prefix, "attention_dp"));
+    if (tp == 0 || etp == 0 || ep == 0 || adp == 0) return false;
+    if (etp < tp) return etp * ep == tp && adp == 1;
+    return etp > tp && etp % tp == 0 && etp * ep == tp * adp;
+}
+
+// Experts split as attention is (moe_tp = tp, moe_ep over the attention-DP ranks) or on their
+// own split of the same GPUs (experts_own_split): why else not, or nullopt.
 std::optional<std::string> moe_layout_unmodelled(const CsvRow& row, const std::string& prefix) {
     if (field(row, "moe_experts").empty() || role_field(row, prefix, "moe_tp") == role_field(row, prefix, "tp") ||
-        experts_over_tp(row, prefix))
+        experts_own_split(row, prefix))
         return std::nullopt;
     const std::string& adp = role_field(row, prefix, "attention_dp");
-    return (prefix.empty() ? "" : "the " + prefix.substr(0, prefix.size() - 1) + " role's ") + "MoE layers laid out apart from attention (moe_tp " + printable(role_field(row, prefix, "moe_tp")) + " x moe_ep " +
-           printable(role_field(row, prefix, "moe_ep")) + " against attention tp " + printable(role_field(row, prefix, "tp")) +
-           " x attention_dp " + printable(adp.empty() ? "1" : adp) +
-           "): only moe_tp = tp, or moe_tp x moe_ep = tp without attention data parallelism, are modelled";
+    const std::string layout = "moe_tp " + printable(role_field(row, prefix, "moe_tp")) + " x moe_ep " +
+                               printable(role_field(row, prefix, "moe_ep")) + " against attention tp " +
+                               printable(role_field(row, prefix, "tp")) + " x attention_dp " + printable(adp.empty() ? "1" : adp);
+    const std::string role = prefix.empty() ? "" : "the " + prefix.substr(0, prefix.size() - 1) + " role's ";
+    const long long gpus = degree_cell(role_field(row, prefix, "tp")) * degree_cell(adp),
+                    moe = degree_cell(role_field(row, prefix, "moe_tp")) * degree_cell(role_field(row, prefix, "moe_ep"));
+    if (moe != gpus)
+        return role + "MoE layout does not cover attention's GPUs (" + layout + "; a source anomaly: the MoE layers run on the same GPUs)";
+    return role + "MoE layers laid out apart from attention (" + layout +
+           "): experts narrower than attention's tensor parallelism beside attention data parallelism are not modelled";
 }
 
 Measure inference_measure(const CsvRow& row) {
@@ -275,7 +290,7 @@ Expected<Json> row_scenario(const CsvRow& row) {
     auto serving_layout = [&](Json& layout, const std::string& prefix) {
         copy(layout, "dp", row, prefix + "attention_dp");
         if (model.contains("moe")) copy(layout, "ep", row, prefix + "moe_ep");
-        if (model.contains("moe") && experts_over_tp(row, prefix)) copy(layout, "etp", row, prefix + "moe_tp");
+        if (model.contains("moe") && experts_own_split(row, prefix)) copy(layout, "etp", row, prefix + "moe_tp");
     };
     if (fixed_concurrency(row)) serving_layout(par, "");
     doc["parallel"] = par;

@@ -91,7 +91,9 @@ void pipeline_split(Violations& v, const ModelSpec& m, const ParallelConfig& p) 
 // parallel.etp other than tp (the default): experts split narrower than the rest is
 // tensor-parallel. Training (Megatron-Core's MoE parallel folding) keeps every expert whole,
 // etp 1, over sequence-parallel tokens; inference spreads the experts over attention's
-// tensor-parallel GPUs themselves, etp x ep = tp (TensorRT-LLM's and SGLang's moe_tp x moe_ep).
+// tensor-parallel GPUs themselves, etp x ep = tp (TensorRT-LLM's and SGLang's moe_tp x moe_ep),
+// or over every replica's, etp x ep = tp x dp with etp a multiple of tp (SGLang's DP attention
+// with TP or TP x EP experts).
 void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelConfig& p, bool training) {
     if (p.expert_tp() == p.tp) return;
     const std::string got = std::to_string(p.etp);
@@ -100,6 +102,14 @@ void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelCon
         if (p.etp != 1) return broken(v, "parallel.etp", got, fmt::format("1 (experts whole on each GPU) or parallel.tp ({})", p.tp));
         if (!p.sequence_parallel)
             broken(v, "parallel.etp", got, "etp 1 with tp > 1 needs parallel.sequence_parallel (each rank routes its own tokens)");
+        return;
+    }
+    if (p.etp > p.tp) {
+        if (p.etp % p.tp != 0 || p.etp * p.ep != p.tp * p.dp)
+            broken(v, "parallel.etp", got,
+                   fmt::format("a multiple of parallel.tp ({}) with etp x ep = tp x dp ({}): experts wider than attention span its "
+                               "replicas' GPUs",
+                               p.tp, p.tp * p.dp));
         return;
     }
     if (divides(v, p.etp, p.tp, "parallel.etp", "parallel.tp") && p.etp * p.ep != p.tp)

@@ -526,6 +526,10 @@ void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, 
 // sequence parallelism; in inference experts spread over attention's tensor-parallel GPUs.
 int64_t expert_tp(const LayerShape& s) { return s.etp > 0 ? s.etp : s.tp; }
 bool folded_experts(const LayerShape& s) { return expert_tp(s) < s.tp; }
+// Experts split wider than attention (inference, etp > tp): each expert's slices span several
+// attention-DP replicas, which all-gather the copies routed to them (the replicas' tokens
+// differ) and reduce-scatter the partial outputs: SGLang's DP attention with TP experts.
+bool widened_experts(const LayerShape& s) { return expert_tp(s) > s.tp; }
 
 void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind kind) {
     const double tp = static_cast<double>(s.tp);
@@ -554,8 +558,13 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // group (T / ep tokens' worth) on its etp-wide slice of each; the partial outputs join the
     // block's all-reduce, so nothing is dispatched.
     const bool replicated = folded && !s.sequence_parallel;
-    const double own = replicated ? d.tokens / ep : d.tokens_sp;
-    const double gather = s.sequence_parallel && !folded ? tp : 1.0;
+    // Experts wider than attention: every GPU first gathers the hidden states of the etp / tp
+    // replicas sharing its expert slices and routes them all (SGLang's DP attention gathers
+    // tokens before the MoE layer and scatters them after).
+    const bool widened = widened_experts(s);
+    const double replicas = widened ? static_cast<double>(expert_tp(s) / s.tp) : 1.0;
+    const double own = (replicated ? d.tokens / ep : d.tokens_sp) * replicas;
+    const double gather = s.sequence_parallel && !folded && !widened ? tp : 1.0;
     const double expert_width = static_cast<double>(m.moe.expert_ffn_hidden) / static_cast<double>(expert_tp(s));
     // Token copies this GPU receives: the busiest expert-parallel rank's share; its experts run
     // on the tensor-parallel group's.
@@ -576,6 +585,10 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // weighted sum keeps the expert outputs for the probabilities' gradient. Fine-grained experts
     // (DeepSeek-V3: 2,048 wide, top 8) spend on this about a third of their GEMMs' time.
     const double copies = own * topk * d.h * d.e, token_rows = own * d.h * d.e;
+    if (widened) {
+        out.comms.push_back({"moe_dp_all_gather", Collective::all_gather, CommGroup::etp, Pass::fwd, token_rows, 1, false});
+        out.comms.push_back({"moe_dp_reduce_scatter_grad", Collective::reduce_scatter, CommGroup::etp, Pass::bwd, token_rows, 1, false});
+    }
     out.ops.push_back(elementwise_op("moe_permute", 2.0 * copies, 0.0, 1.0));
     const bool dispatched = s.ep > 1 && !replicated;
     if (dispatched) {
@@ -613,6 +626,10 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // copy, the kept copies for the probabilities, and writes the copies' gradient.
     out.ops.push_back(
         elementwise_op("moe_unpermute", copies + token_rows, copies, (3.0 * copies + token_rows) / (copies + token_rows)));
+    if (widened) {
+        out.comms.push_back({"moe_dp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, Pass::fwd, token_rows, 1, false});
+        out.comms.push_back({"moe_dp_all_gather_grad", Collective::all_gather, CommGroup::etp, Pass::bwd, token_rows, 1, false});
+    }
     if (shared) {
         const size_t first = out.ops.size();
         ffn(out, m, s, d, {"shared_up", "shared_act", "shared_down"}, d.tokens, 1,

@@ -64,7 +64,9 @@ struct Op {
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
 // tp: the tensor-parallel group (under SUMMA, one row of the grid: tp / tp_rows ranks);
 // tp_rows: under SUMMA, one column of the grid (tp_rows ranks, one per row).
-enum class CommGroup { tp, cp, ep, dp, pp, tp_rows };
+// etp: in inference, experts tensor-parallel wider than attention (etp > tp): the etp / tp
+// attention replicas whose GPUs share each expert's slices.
+enum class CommGroup { tp, cp, ep, dp, pp, tp_rows, etp };
 enum class Pass { fwd, bwd };
 
 // A collective issued by the layer. `bytes` is the full buffer size (the gathered tensor for

@@ -183,6 +183,9 @@ CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     c.span[idx(CommGroup::cp)] = l.cp;
     c.span[idx(CommGroup::ep)] = l.ep;
     c.span[idx(CommGroup::tp_rows)] = l.tp_rows;
+    // Experts wider than attention's tensor parallelism (inference): the expert rank order's etp
+    // digit, fastest, holds etp / tp attention replicas of tp ranks each.
+    c.span[idx(CommGroup::etp)] = place_group(p.tp, std::max<int64_t>(1, p.expert_tp() / p.tp), n, u);
     // Gradients reduce over dp x cp: one strided run when either is 1 or the two digits are
     // neighbours, runs of the inner one with tp's ranks between them otherwise.
     const bool tp_between = p.tp > 1 && st.tp > std::min(st.cp, st.dp) && st.tp < std::max(st.cp, st.dp);

@@ -11,7 +11,7 @@
 
 namespace sm {
 
-inline constexpr size_t kGroups = 6;  // indexed by CommGroup
+inline constexpr size_t kGroups = 7;  // indexed by CommGroup
 inline size_t idx(CommGroup g) { return static_cast<size_t>(g); }
 
 struct CommSpans {
