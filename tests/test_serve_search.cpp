@@ -251,20 +251,27 @@ TEST(ServeSearch, ExpertParallelismDividesTheExperts) {
     // tp 1: pp 1 (dp 4: ep 1, 2; not 4), pp 2 (dp 2: ep 1, 2), pp 4 (ep 1); tp 2: pp 1 (dp 2:
     // ep 1, 2), pp 2 (ep 1); tp 4: ep 1 -> 9 layouts split like the dense FFN. Spread over the
     // tensor-parallel GPUs (etp x ep = tp): tp 2 pp 1 and tp 2 pp 2 with etp 1 ep 2, tp 4 with
-    // etp 2 ep 2 (etp 1 would need ep 4) -> 12, none with ep 4.
+    // etp 2 ep 2 (etp 1 would need ep 4) -> 12. Split wider than attention over r replicas
+    // (etp = tp x r, ep = dp / r): tp 1 pp 1 (r 2: etp 2 ep 2; r 4: etp 4 ep 1), tp 1 pp 2
+    // (etp 2 ep 1), tp 2 pp 1 (etp 4 ep 1) -> 16, none with ep 4.
     ModelSpec m = testing::model_preset("mixtral-8x7b");
     m.moe.experts = 6;
     const std::vector<ParallelConfig> ls = serving_layouts({m, testing::system_preset("dgx-h100"), {}}, 4);
-    EXPECT_EQ(ls.size(), 12u);
-    int folded = 0;
+    EXPECT_EQ(ls.size(), 16u);
+    int folded = 0, widened = 0;
     for (const ParallelConfig& p : ls) {
         EXPECT_NE(p.ep, 4);
         if (p.expert_tp() < p.tp) {
             ++folded;
             EXPECT_EQ(p.expert_tp() * p.ep, p.tp);
         }
+        if (p.expert_tp() > p.tp) {
+            ++widened;
+            EXPECT_EQ(p.expert_tp() * p.ep, p.tp * p.dp);
+        }
     }
     EXPECT_EQ(folded, 3);
+    EXPECT_EQ(widened, 4);
 }
 
 }  // namespace

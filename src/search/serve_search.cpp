@@ -55,11 +55,15 @@ std::vector<ParallelConfig> serving_layouts(const InferContext& c, int64_t gpus)
                 add(1, 0);
                 continue;
             }
-            // Experts split like the dense FFN over ep of the replicas, or spread over the
-            // tensor-parallel GPUs themselves (etp x ep = tp: TP attention with EP experts).
+            // Experts split like the dense FFN over ep of the replicas, spread over the
+            // tensor-parallel GPUs themselves (etp x ep = tp: TP attention with EP experts), or
+            // split wider than attention over r of its replicas (etp = tp x r, ep = dp / r: DP
+            // attention with TP or TP x EP experts).
             for (const int64_t ep : divisors(dp)) add(ep, 0);
             for (const int64_t etp : divisors(tp))
                 if (etp < tp) add(tp / etp, etp);
+            for (const int64_t r : divisors(dp))
+                if (r > 1) add(dp / r, tp * r);
         }
     }
     return out;
