@@ -224,7 +224,7 @@ constexpr std::array kParallel{
     PF{"dp", nullptr, &ParallelConfig::dp, 1, kMaxDegree, "replicas", "data-parallel degree"},
     PF{"cp", nullptr, &ParallelConfig::cp, 1, kMaxDegree, "ranks", "context-parallel degree (the sequence split)"},
     PF{"ep", nullptr, &ParallelConfig::ep, 1, kMaxDegree, "ranks", "expert-parallel degree, carved out of dp x cp (x tp when etp is 1)"},
-    PF{"etp", nullptr, &ParallelConfig::etp, 1, kMaxDegree, "ranks", "expert tensor parallelism (1: every expert whole on its GPU)",
+    PF{"etp", nullptr, &ParallelConfig::etp, 1, kMaxDegree, "ranks", "expert tensor parallelism (1: every expert whole on its GPU; inference: a divisor of tp, or a multiple of tp spanning the replicas)",
        "`tp`"},
     PF{"vp", nullptr, &ParallelConfig::vp, 1, 1024, "chunks", "interleaved virtual stages per GPU (needs pp > 1)"},
     PF{"microbatch", nullptr, &ParallelConfig::microbatch, 1, kMaxDegree, "sequences", "sequences per micro-batch"},
