@@ -3,7 +3,9 @@
 // prefill/decode split (--disaggregated); DeepSeek-R1 (the deepseek-v3 preset's architecture) in
 // fp4 on 8 B200 and on a 72-GPU GB200 NVL72 (1,024 in / 1,024 out, TTFT 1 s, TPOT 30 ms), its
 // layouts including experts spread over attention's tensor-parallel GPUs; and the closed-loop
-// benchmark of `infer --concurrency 64` on the 8 H100s; the figures docs/PERFORMANCE.md quotes.
+// benchmark of `infer --concurrency 64` on the 8 H100s; the disaggregated benchmark of an AIC
+// row's deployment (DeepSeek-R1 fp4 on 12 B200: one prefill worker of 4 attention-DP ranks, one
+// decode worker of 8, 512 clients); the figures docs/PERFORMANCE.md quotes.
 #include <benchmark/benchmark.h>
 
 #include "io/scenario.hpp"
@@ -78,5 +80,20 @@ void BM_ClosedLoopBenchmarkLlama3_70b_8xH100(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_ClosedLoopBenchmarkLlama3_70b_8xH100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// `infer --concurrency 512` on a disaggregated deployment: 5,120 requests through 4 prefill and
+// 8 decode engines stepped in time order.
+void BM_DisaggregatedBenchmarkDeepSeekR1_12xB200(benchmark::State& state) {
+    auto doc = sm::parse_scenario_text(R"({"model": {"preset": "deepseek-v3"}, "system": {"preset": "dgx-b200"},
+        "inference": {"input_len": 1024, "output_len": 1024, "precision": "fp4"},
+        "disaggregated": {"prefill": {"workers": 1, "dp": 4, "ep": 4}, "decode": {"workers": 1, "dp": 8, "ep": 8}}})", "bench");
+    const sm::Scenario s = sm::build_scenario(doc.value(), sm::Purpose::infer).value();
+    const sm::InferContext c{s.model, s.system, s.inference};
+    for (auto _ : state) {
+        const sm::DisaggBenchmark b = sm::run_disaggregated_benchmark(c, *s.disaggregated, 512, 0, 5120, 1);
+        benchmark::DoNotOptimize(b.result.ttft_s.mean);
+    }
+}
+BENCHMARK(BM_DisaggregatedBenchmarkDeepSeekR1_12xB200)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
