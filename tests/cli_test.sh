@@ -311,6 +311,12 @@ WANT='"steady_state"' good infer "$ex/infer-llama2-70b-h100.json" --concurrency 
 WANT='"loop": "open"' good infer "$ex/infer-llama2-70b-h100.json" --request-rate 2 --seed 5 --format json
 WANT="Poisson arrivals at 2 requests/s (seed 5)" good infer "$ex/infer-llama2-70b-h100.json" --request-rate 2 --seed 5
 WANT="in steps of their own" good infer "$ex/infer-llama2-70b-h100.json" --concurrency 4 --set inference.prefill_schedule=separate
+# Serving engines' profiles: listed, applied by --engine or inference.engine, misspellings named.
+WANT="sglang" good presets engines
+WANT='"engines"' good presets engines --format json
+WANT="in steps of their own" good infer --model llama3-8b --system dgx-h100 --concurrency 4 --engine sglang
+bad "inference.engine" infer --model llama3-8b --system dgx-h100 --concurrency 4 --engine sglng
+bad "inference.engine" infer "$ex/infer-llama2-70b-h100.json" --set inference.engine=7
 # A disaggregated deployment: its roles, the cache's move and the clients' figures; bad roles
 # are named by their own fields.
 dis="$ex/serve-disaggregated-llama3-70b-h100.json"

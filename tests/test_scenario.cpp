@@ -49,6 +49,32 @@ TEST(Scenario, BaseIsValid) {
     EXPECT_EQ(s->parallel.gpus(), 1);
 }
 
+// A serving engine's profile (presets/engines/) fills the inference fields the scenario leaves
+// out, each with its source; a field the scenario gives wins; an unknown engine is named.
+TEST(Scenario, EngineProfilesFillTheInferenceFields) {
+    ASSERT_EQ(engine_preset_names(), (std::vector<std::string>{"sglang", "trtllm", "vllm"}));
+    for (const std::string& name : engine_preset_names()) {
+        const Json j = engine_preset_json(name).value();
+        for (const auto& [key, value] : j.at("inference").items())
+            EXPECT_TRUE(j.at("sources").contains(key)) << name << ": " << key << " has no source";
+    }
+    auto s = load(kBase, {"inference.engine=sglang"}, Purpose::infer);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(s->inference.prefill_schedule, PrefillSchedule::separate);
+    EXPECT_EQ(s->inference.kv_reservation, KvReservation::average);
+    auto mixed = load(kBase, {"inference.engine=sglang", "inference.prefill_schedule=mixed"}, Purpose::infer);
+    ASSERT_TRUE(mixed.ok()) << mixed.error().message();
+    EXPECT_EQ(mixed->inference.prefill_schedule, PrefillSchedule::mixed);
+    EXPECT_EQ(mixed->inference.kv_reservation, KvReservation::average);
+    auto vllm = load(kBase, {"inference.engine=vllm"}, Purpose::infer);
+    ASSERT_TRUE(vllm.ok()) << vllm.error().message();
+    EXPECT_EQ(vllm->inference.cuda_graph_max_batch, 512);
+    const InputError e = set_error("inference.engine=sglng", Purpose::infer);
+    EXPECT_EQ(e.path, "inference.engine");
+    EXPECT_TRUE(contains(e.allowed, "did you mean \"sglang\"")) << e.allowed;
+    EXPECT_EQ(set_error("inference.engine=3", Purpose::infer).path, "inference.engine");
+}
+
 TEST(Scenario, HbmStacksSetTheMemory) {
     // H100's preset (80 GiB, 3.35 TB/s) with 6 stacks of HBM3E (24 GiB, 1.2 TB/s each, JEDEC and
     // Micron figures in presets/memory/hbm.json): 144 GiB and 7.2 TB/s, in the resolved scenario too.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "io/scenario.hpp"
 #include "io/validation.hpp"
 
 namespace sm {
@@ -220,12 +221,19 @@ TEST(ServingRows, BackendsScheduleAndReserveAsTheyRunByDefault) {
             .value();
     };
     const Json sglang = doc("sglang"), vllm = doc("vllm"), trtllm = doc("trtllm");
-    EXPECT_EQ(sglang["inference"]["prefill_schedule"], "separate");
-    EXPECT_EQ(sglang["inference"]["kv_reservation"], "average");
-    EXPECT_FALSE(vllm["inference"].contains("prefill_schedule"));
-    EXPECT_EQ(vllm["inference"]["kv_reservation"], "average");
-    EXPECT_FALSE(trtllm["inference"].contains("prefill_schedule"));
-    EXPECT_FALSE(trtllm["inference"].contains("kv_reservation"));
+    EXPECT_EQ(sglang["inference"]["engine"], "sglang");
+    // The engines' profiles (presets/engines/): SGLang prefills in steps of its own, vLLM and
+    // SGLang allocate the cache as the context grows, vLLM graphs decode batches up to 512.
+    auto built = [](const Json& d) { return build_scenario(d, Purpose::infer).value().inference; };
+    const InferenceSpec sg = built(sglang), vl = built(vllm), tr = built(trtllm);
+    EXPECT_EQ(sg.prefill_schedule, PrefillSchedule::separate);
+    EXPECT_EQ(sg.kv_reservation, KvReservation::average);
+    EXPECT_EQ(vl.prefill_schedule, PrefillSchedule::mixed);
+    EXPECT_EQ(vl.kv_reservation, KvReservation::average);
+    EXPECT_EQ(vl.cuda_graph_max_batch, 512);
+    EXPECT_EQ(tr.prefill_schedule, PrefillSchedule::mixed);
+    EXPECT_EQ(tr.kv_reservation, KvReservation::full);
+    EXPECT_EQ(tr.cuda_graph_max_batch, 128);
     // Attention data-parallel ranks are replicas.
     EXPECT_EQ(trtllm["parallel"]["dp"], 2);
     EXPECT_EQ(trtllm["parallel"]["tp"], 2);

@@ -16,8 +16,8 @@ Runner add_presets(CLI::App& app, const Io& io) {
         bool schema = false;
     };
     auto o = std::make_shared<Opts>();
-    CLI::App* cmd = app.add_subcommand("presets", "List the built-in models and systems");
-    cmd->add_option("KIND", o->kind, "models or systems (default: both)")->check(CLI::IsMember({"models", "systems"}));
+    CLI::App* cmd = app.add_subcommand("presets", "List the built-in models, systems and serving engines");
+    cmd->add_option("KIND", o->kind, "models, systems or engines (default: all)")->check(CLI::IsMember({"models", "systems", "engines"}));
     cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json"}));
     cmd->add_flag("--schema", o->schema,
                   "print the system fields (unit, range, default) as the markdown tables docs/PRESET_SCHEMA.md holds");
@@ -70,6 +70,23 @@ Runner add_presets(CLI::App& app, const Io& io) {
                                     s->scale_up_domain, s->scale_up.bw_bytes_per_s / 1e9, s->scale_out.bw_bytes_per_s / 1e9);
             }
             out["systems"] = list;
+        }
+        if (o->kind.empty() || o->kind == "engines") {
+            // Serving engines' profiles (inference.engine): the inference fields each sets.
+            Json list = Json::array();
+            if (!text.empty()) text += "\n";
+            text += fmt::format("{:<16} {}\n", "engine", "what it sets (inference.*)");
+            for (const auto& name : engine_preset_names()) {
+                auto j = engine_preset_json(name);
+                if (!j) return bad_input(io, j.error());
+                list.push_back(j.value());
+                std::string sets;
+                const Json fields = j.value().value("inference", Json::object());
+                for (const auto& [key, value] : fields.items())
+                    sets += fmt::format("{}{} {}", sets.empty() ? "" : ", ", key, value.dump());
+                text += fmt::format("{:<16} {}\n", name, sets);
+            }
+            out["engines"] = list;
         }
         if (o->format == "json") return emit_json(io, out);
         io.out << text;

@@ -24,6 +24,8 @@ void add_quick_flags(CLI::App* cmd, QuickFlags& q, unsigned uses) {
     if (uses & kQuickInference) {
         cmd->add_option("--isl", q.isl, "input (prompt) length in tokens (inference.input_len)")->check(CLI::Range(int64_t{1}, kMostTokens));
         cmd->add_option("--osl", q.osl, "output length in tokens (inference.output_len)")->check(CLI::Range(int64_t{1}, kMostTokens));
+        cmd->add_option("--engine", q.engine,
+                        "serving engine whose defaults to use: trtllm, vllm or sglang (inference.engine; see `scalemodel presets engines`)");
     }
     if (uses & kQuickGpus)
         cmd->add_option("--gpus", q.gpus,

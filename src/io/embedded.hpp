@@ -12,6 +12,8 @@ struct EmbeddedFile {
 
 std::span<const EmbeddedFile> embedded_model_presets();
 std::span<const EmbeddedFile> embedded_system_presets();
+// Serving engines' defaults (presets/engines/: trtllm, vllm, sglang), each with its sources.
+std::span<const EmbeddedFile> embedded_engine_presets();
 std::span<const EmbeddedFile> embedded_validation_sets();
 // "<set>.context": overrides shared by every row of a set (its cluster and software).
 std::span<const EmbeddedFile> embedded_validation_contexts();

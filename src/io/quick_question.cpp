@@ -47,6 +47,8 @@ Json apply_quick_flags(Json doc, const QuickFlags& q) {
         if (Json* i = section(doc, "inference")) (*i)["input_len"] = q.isl;
     if (q.osl > 0)
         if (Json* i = section(doc, "inference")) (*i)["output_len"] = q.osl;
+    if (!q.engine.empty())
+        if (Json* i = section(doc, "inference")) (*i)["engine"] = q.engine;
     if (!q.precision.empty()) {
         if (q.uses & kQuickTraining)
             if (Json* t = section(doc, "training")) (*t)["precision"] = q.precision;

@@ -26,6 +26,7 @@ struct QuickFlags {
     int64_t batch_tokens = 0;
     int64_t isl = 0;
     int64_t osl = 0;
+    std::string engine;  // a serving engine's profile (inference.engine)
     [[nodiscard]] bool names_scenario() const { return !model.empty() || !system.empty(); }
 };
 

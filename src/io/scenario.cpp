@@ -98,6 +98,18 @@ Json resolve_section(const Json& section, std::span<const EmbeddedFile> presets,
     return merged;
 }
 
+// The inference section with `engine` naming a serving engine's profile (presets/engines/): the
+// profile's fields, overridden by the section's own.
+Json resolve_engine(const Json& section) {
+    if (!section.is_object() || !section.contains("engine")) return section;
+    const Json& name = section["engine"];
+    if (!name.is_string()) fail("inference.engine", show(name), "expected an engine name (a string): see `scalemodel presets engines`");
+    const Json profile = preset_json(embedded_engine_presets(), name.get<std::string>(), "inference.engine");
+    Json merged = profile.contains("inference") ? profile["inference"] : Json::object();
+    merge_into(merged, section);
+    return merged;
+}
+
 // The model section: a preset's fields or a Hugging Face config's (model.from_hf), overridden by
 // the section's own.
 Json resolve_model(const Json& section) {
@@ -645,6 +657,7 @@ InferenceSpec read_inference(ObjectReader r) {
     s.prefill_schedule =
         r.choice("prefill_schedule", "mixed", {"mixed", "separate"}) == "separate" ? PrefillSchedule::separate : PrefillSchedule::mixed;
     s.window_cache = r.choice("window_cache", "window", {"window", "sequence"}) == "sequence" ? WindowCache::sequence : WindowCache::window;
+    r.ignore("engine");  // its profile's fields are already in the section (resolve_engine)
     r.finish();
     return s;
 }
@@ -736,8 +749,17 @@ Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
     });
 }
 
-Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
+Expected<Scenario> build_scenario(const Json& input, Purpose purpose) {
     return capture([&] {
+        // A serving engine's profile fills the inference fields the scenario leaves out.
+        Json engined;
+        const bool has_engine = input.is_object() && input.contains("inference") && input["inference"].is_object() &&
+                                input["inference"].contains("engine");
+        if (has_engine) {
+            engined = input;
+            engined["inference"] = resolve_engine(input["inference"]);
+        }
+        const Json& doc = has_engine ? engined : input;
         Scenario s;
         ObjectReader root(doc, "");
         root.ignore("description");
@@ -785,6 +807,10 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose) {
 
 std::vector<std::string> model_preset_names() { return names_of(embedded_model_presets()); }
 std::vector<std::string> system_preset_names() { return names_of(embedded_system_presets()); }
+std::vector<std::string> engine_preset_names() { return names_of(embedded_engine_presets()); }
+Expected<Json> engine_preset_json(const std::string& name) {
+    return capture([&] { return preset_json(embedded_engine_presets(), name, "inference.engine"); });
+}
 Expected<Json> model_preset_json(const std::string& name) {
     return capture([&] { return preset_json(embedded_model_presets(), name, "model.preset"); });
 }

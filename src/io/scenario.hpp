@@ -50,6 +50,8 @@ Expected<Scenario> build_scenario(const Json& doc, Purpose purpose);
 // Presets by name.
 std::vector<std::string> model_preset_names();
 std::vector<std::string> system_preset_names();
+std::vector<std::string> engine_preset_names();  // serving engines' profiles (inference.engine)
+Expected<Json> engine_preset_json(const std::string& name);
 Expected<Json> model_preset_json(const std::string& name);
 Expected<Json> system_preset_json(const std::string& name);
 // Parses a preset (or any model/system object) on its own.

@@ -314,18 +314,11 @@ Expected<Json> row_scenario(const CsvRow& row) {
     } else {
         Json inf = Json::object();
         for (const char* k : {"batch", "input_len", "output_len", "precision"}) copy(inf, k, row, k);
-        // The engine's scheduler, as each backend runs by default: SGLang prefills in steps of
-        // their own (its scheduler runs a waiting prefill batch before the next decode step
-        // unless --enable-mixed-chunk), TensorRT-LLM and vLLM V1 put prompt chunks beside the
-        // decodes (in-flight batching; V1's chunked prefill on by default).
-        if (fixed_concurrency(row) && field(row, "backend") == "sglang") inf["prefill_schedule"] = "separate";
-        // vLLM and SGLang allocate a request's cache blocks as its context grows (and preempt when
-        // the pool runs out) rather than reserving its whole I + O on admission as TensorRT-LLM's
-        // default GUARANTEED_NO_EVICT does.
-        if (fixed_concurrency(row) && (field(row, "backend") == "vllm" || field(row, "backend") == "sglang"))
-            inf["kv_reservation"] = "average";
-        // vLLM captures decode batches up to min(2 max_num_seqs, 512) (its CUDA-graph docs).
-        if (fixed_concurrency(row) && field(row, "backend") == "vllm") inf["cuda_graph_max_batch"] = 512;
+        // The engine as each backend runs by default (presets/engines/: its scheduler, cache
+        // reservation and CUDA graphs, with their sources).
+        if (fixed_concurrency(row))
+            for (const std::string& engine : engine_preset_names())
+                if (field(row, "backend") == engine) inf["engine"] = engine;
         // NVFP4 (TensorRT-LLM): fp4 E2M1 values with a shared scale per 16; costed as fp4.
         if (field(row, "precision") == "nvfp4") inf["precision"] = "fp4";
         doc["inference"] = inf;
