@@ -562,7 +562,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // replicas sharing its expert slices and routes them all (SGLang's DP attention gathers
     // tokens before the MoE layer and scatters them after).
     const bool widened = widened_experts(s);
-    const double replicas = widened ? static_cast<double>(expert_tp(s) / s.tp) : 1.0;
+    const double replicas = widened ? static_cast<double>(expert_tp(s)) / static_cast<double>(s.tp) : 1.0;  // a whole number (rules)
     const double own = (replicated ? d.tokens / ep : d.tokens_sp) * replicas;
     const double gather = s.sequence_parallel && !folded && !widened ? tp : 1.0;
     const double expert_width = static_cast<double>(m.moe.expert_ffn_hidden) / static_cast<double>(expert_tp(s));
