@@ -355,6 +355,9 @@ figure network_domain 4533576 0
 figure step_time_s 16.728
 # Disaggregated pools: finite JSON with the pairing's keys, and the text's comparison line.
 WANT='"kv_transfer_s"' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --ttft-ms 2000 --tpot-ms 50 --disaggregated --format json
+# Each pairing as a `disaggregated` section and its clients: what `infer --concurrency` runs.
+WANT='"clients"' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --ttft-ms 2000 --tpot-ms 50 --disaggregated --format json
+WANT='"workers"' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --ttft-ms 2000 --tpot-ms 50 --disaggregated --format json
 WANT='best disaggregated / best aggregated' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --tpot-ms 50 --disaggregated
 WANT='prefill_instances,prefill_tp' good serve-search "$ex/infer-llama2-70b-h100.json" --gpus 16 --disaggregated --format csv
 # Energy per token on every configuration, and the per-joule objective (issue 12).

@@ -108,6 +108,14 @@ Json disagg_json(const Scenario& s, const DisaggHit& h) {
            {"tpot_s", h.tpot_s},
            {"output_tokens_per_s_per_gpu", h.output_tokens_per_s_per_gpu},
            {"output_tokens_per_s_per_user", h.output_tokens_per_s_per_user}};
+    // The pairing as a scenario's `disaggregated` section, and the requests it holds in flight:
+    // `infer --concurrency CLIENTS` runs its benchmark.
+    auto role = [](int64_t workers, const ParallelConfig& p) {
+        return Json{{"workers", workers}, {"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"ep", p.ep}, {"etp", p.expert_tp()}};
+    };
+    j["disaggregated"] = {{"prefill", role(h.prefill_instances, h.prefill.layout)}, {"decode", role(h.decode_instances, h.decode.layout)}};
+    j["clients"] = h.prefill_instances * h.prefill.layout.dp * h.prefill.point.concurrency +
+                   h.decode_instances * h.decode.layout.dp * h.decode.point.concurrency;
     // Per request: the pairing's GPUs for 1 / rate seconds.
     add_energy_keys(j, s.system,
                     {h.energy, 1.0 / h.requests_per_s, static_cast<double>(h.gpus), static_cast<double>(s.inference.output_len), 1.0},
@@ -146,8 +154,9 @@ std::string disagg_text(const Scenario& s, const DisaggResult& d, const ServeSea
     o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "prefill xP", "C", "decode yD", "C",
                      "GPUs", "KV move", "TTFT", "TPOT", "tok/s/GPU", "tok/s/user", energy_header(s.system));
     auto inst = [](int64_t n, const ParallelConfig& p) {
-        return p.expert_tp() < p.tp ? fmt::format("{}x tp{}pp{}dp{}ep{}", n, p.tp, p.pp, p.dp, p.ep)
-                                    : fmt::format("{}x tp{}pp{}dp{}", n, p.tp, p.pp, p.dp);
+        return p.expert_tp() < p.tp   ? fmt::format("{}x tp{}pp{}dp{}ep{}", n, p.tp, p.pp, p.dp, p.ep)
+               : p.expert_tp() > p.tp ? fmt::format("{}x tp{}pp{}dp{}ep{}etp{}", n, p.tp, p.pp, p.dp, p.ep, p.expert_tp())
+                                      : fmt::format("{}x tp{}pp{}dp{}", n, p.tp, p.pp, p.dp);
     };
     for (const DisaggHit& h : d.best)
         o += fmt::format("  {:>14} {:>5} {:>14} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10.1f} {:>10.1f}{}\n", inst(h.prefill_instances, h.prefill.layout),
