@@ -239,6 +239,8 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         if (auto missing = missing_scenario(o->scenario, o->quick)) return bad_input(io, *missing);
+        // The launch settings of an engine come from a search under that engine's defaults.
+        if (!o->emit.empty() && o->quick.engine.empty()) o->quick.engine = o->emit;
         auto s = load(io, o->scenario, o->sets, Purpose::infer, &o->quick);
         if (!s) return bad_input(io, s.error());
         const double capacity = s->system.accel.memory_bytes;
