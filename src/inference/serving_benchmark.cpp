@@ -150,8 +150,8 @@ private:
 // a few per request and engine, or one per step of a request. More passes than that is a bug,
 // not a long benchmark.
 int64_t pass_limit(const EngineModel& e, int64_t requests, size_t engines) {
-    const int64_t steps = e.input_len / std::max<int64_t>(1, e.chunk_tokens) + e.output_len + 16;
-    return steps * requests * static_cast<int64_t>(engines) + 64;
+    const double steps = as_d(e.input_len / std::max<int64_t>(1, e.chunk_tokens) + e.output_len + 16);
+    return static_cast<int64_t>(std::min(steps * as_d(requests) * static_cast<double>(engines) + 64.0, 1e18));  // no overflow
 }
 
 }  // namespace
@@ -206,7 +206,7 @@ std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int
     else
         for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
     std::vector<EngineEvent> events;
-    const int64_t passes = pass_limit(prefill, total, engines.size()) + pass_limit(decode, total, engines.size());
+    const int64_t passes = std::max(pass_limit(prefill, total, engines.size()), pass_limit(decode, total, engines.size()));
     for (int64_t pass = 0;; ++pass) {
         if (pass > passes) throw std::logic_error("serving benchmark: the engines stopped making progress");
         // The engine that acts first runs, up to when the other pool (the only one that delivers
