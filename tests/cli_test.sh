@@ -331,6 +331,7 @@ bad "disaggregated.decode.tp" infer "$dis" --concurrency 4 --set disaggregated.d
 bad "disaggregated.decode" infer "$dis" --concurrency 4 --set disaggregated.decode=1
 bad "disaggregated.prefill.microbatches" infer "$dis" --concurrency 4 --set disaggregated.prefill.microbatches=2
 bad "its workers exceed the GPUs" infer "$dis" --concurrency 4 --gpus 6
+bad "at most 4096 engines" infer "$dis" --concurrency 4 --set disaggregated.prefill.workers=5000
 WANT="8 x H100" good infer "$dis" --concurrency 4 --gpus 8
 bad "--concurrency" infer "$dis" --concurrency 0
 bad "--request-rate" infer "$dis" --request-rate -2

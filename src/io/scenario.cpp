@@ -600,6 +600,13 @@ DisaggDeployment read_disaggregated(ObjectReader r, const ModelSpec& m) {
         if (!role) fail(r.path_of(key), "nothing", "required: {\"workers\": N, \"tp\": ..., \"dp\": ..., \"ep\": ...}");
         *pool = read_role(*role, m);
     }
+    // The benchmark steps every engine (a worker's dp ranks): bounded so it stays seconds.
+    constexpr int64_t kMaxEngines = 4096;
+    const double engines = static_cast<double>(d.prefill.workers) * static_cast<double>(d.prefill.layout.dp) +
+                           static_cast<double>(d.decode.workers) * static_cast<double>(d.decode.layout.dp);
+    if (engines > static_cast<double>(kMaxEngines))
+        fail(r.path_of("prefill").substr(0, r.path_of("prefill").rfind('.')), fmt::format("{:.0f} engines", engines),
+             fmt::format("at most {} engines (workers x dp, both roles): the benchmark steps each", kMaxEngines));
     r.finish();
     return d;
 }
