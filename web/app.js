@@ -221,7 +221,7 @@ async function runServe() {
     jsonLink($("serve_json"), text);
     body.replaceChildren(...doc.best.slice(0, 5).map((b) => {
       const tr = document.createElement("tr");
-      for (const v of [b.tp, b.pp, b.dp, b.ep, b.concurrency, fmtMs(b.ttft_s), fmtMs(b.tpot_s),
+      for (const v of [b.tp, b.pp, b.dp, b.ep, b.etp, b.concurrency, fmtMs(b.ttft_s), fmtMs(b.tpot_s),
         b.output_tokens_per_s_per_gpu.toFixed(1), b.output_tokens_per_s_per_user.toFixed(1)])
         tr.insertCell().textContent = v;
       return tr;
@@ -229,7 +229,7 @@ async function runServe() {
     if (!doc.best.length) body.insertRow().insertCell().textContent = "no layout meets the targets in memory";
     const front = [...doc.pareto].sort((a, b) => a.output_tokens_per_s_per_user - b.output_tokens_per_s_per_user);
     const datasets = [{ label: "Pareto front", data: front.map((p) => ({ x: p.output_tokens_per_s_per_user, y: p.output_tokens_per_s_per_gpu,
-      layout: `tp${p.tp} pp${p.pp} dp${p.dp} C${p.concurrency}` })), showLine: true, borderColor: PALETTE[0], backgroundColor: PALETTE[0] }];
+      layout: `tp${p.tp} pp${p.pp} dp${p.dp}${p.etp !== p.tp ? ` ep${p.ep} etp${p.etp}` : ""} C${p.concurrency}` })), showLine: true, borderColor: PALETTE[0], backgroundColor: PALETTE[0] }];
     if (doc.best.length) datasets.push({ label: "best under the targets", data: [{ x: doc.best[0].output_tokens_per_s_per_user,
       y: doc.best[0].output_tokens_per_s_per_gpu }], pointStyle: "crossRot", pointRadius: 9, borderColor: PALETTE[1], backgroundColor: PALETTE[1] });
     const top = Math.max(...front.map((p) => p.output_tokens_per_s_per_gpu), 1);
