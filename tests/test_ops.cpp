@@ -1,6 +1,8 @@
 // The op list: FLOP and activation memory against the closed forms of the literature.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/ops.hpp"
 #include "test_helpers.hpp"
 
@@ -59,6 +61,19 @@ TEST(Ops, RefillingABlockKeepsNothingOfTheOldOne) {
     EXPECT_EQ(out.ops.size(), head_ops(m, shape(1, 2048, 8, true), true).ops.size());
     embedding_ops(out, m, shape(1, 2048, 8, true));
     EXPECT_EQ(out.comms.size(), embedding_ops(m, shape(1, 2048, 8, true)).comms.size());
+}
+
+// The attention sub-layer alone: GPT-3's QKV and output projections (8 s h^2) and its
+// attention core (4 s^2 h) of the block's 24 s h^2 + 4 s^2 h, over tp 8; nothing for a block
+// without attention; MLA's projections that follow the core's form among a DeepSeek block's.
+TEST(Ops, AttentionSubLayerAlone) {
+    const ModelSpec m = model_preset("gpt3-175b");
+    const LayerOps a = attention_ops(m, shape(1, 2048, 8, true), LayerKind::dense);
+    EXPECT_DOUBLE_EQ(forward_flop(a), (8.0 * 2048 * 12288 * 12288 + 4.0 * 2048 * 2048 * 12288) / 8);
+    EXPECT_TRUE(attention_ops(m, shape(1, 2048, 8, true), LayerKind::mlp).ops.empty());
+    const LayerOps mla = attention_ops(model_preset("deepseek-v3"), shape(1, 512, 1, false), LayerKind::moe);
+    EXPECT_TRUE(std::any_of(mla.ops.begin(), mla.ops.end(), [](const Op& o) { return o.core_projection; }));
+    EXPECT_TRUE(std::none_of(mla.ops.begin(), mla.ops.end(), [](const Op& o) { return o.name == "moe_router"; }));
 }
 
 TEST(Ops, Gpt3LayerForwardFlopIs24bsh2Plus4bs2h) {

@@ -69,7 +69,7 @@ LayerOps block_ops(const ModelSpec& m, const LayerShape& layer, LayerKind k, std
     std::erase_if(ops.ops, per_group);
     for (const LayerShape& g : cores) {
         if (!(g.batch * g.q_len > 0)) continue;
-        for (const Op& o : layer_ops(m, g, k).ops)
+        for (const Op& o : attention_ops(m, g, k).ops)
             if (per_group(o)) ops.ops.push_back(o);
     }
     return ops;

@@ -723,6 +723,18 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
     residual(out, "ffn_residual", m, d);
 }
 
+LayerOps attention_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) {
+    LayerOps out;
+    if (kind == LayerKind::mamba || kind == LayerKind::mlp) return out;
+    const Dims d = dims(m, s);
+    // A hybrid model's attention block is multi-head (layer_ops); the others follow the model.
+    if (kind != LayerKind::attention && m.attention_kind == AttentionKind::mla)
+        mla(out, m, s, d);
+    else
+        mha(out, m, s, d);
+    return out;
+}
+
 namespace {
 
 // Positions added to the embedded tokens: a learned table or fixed sinusoids are read (the

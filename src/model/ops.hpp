@@ -121,6 +121,10 @@ LayerOps embedding_ops(const ModelSpec& m, const LayerShape& s);
 LayerOps head_ops(const ModelSpec& m, const LayerShape& s, bool with_loss);
 // The same three into `out`, whose storage is kept: the search rebuilds blocks per layer key.
 void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind);
+// The attention sub-layer of a `kind` block alone (what layer_ops builds for it, nothing for a
+// block without attention): a step's attention cores are costed per group of sequences, the
+// rest of the block once for all its tokens.
+LayerOps attention_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind);
 void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s);
 void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss);
 
