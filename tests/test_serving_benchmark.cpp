@@ -212,6 +212,46 @@ TEST(ServingBenchmark, DisaggregatedFlowByHand) {
     expect_times(simulate_disaggregated(prefill, 2, decode, 1, 0.5, {2, 2, {}}), {{2.5, 4.7}, {4.7, 6.9}});
 }
 
+// Runs of steps alike are a shortcut, not a change: several prefill and decode engines, closed
+// and open loops, slots free and full, several prompts a prefill step, give every request the
+// same times as stepping every engine one step at a time. A decode engine with a free slot must
+// stop its run where a request may reach it, including one its neighbour's finished request
+// sends on through the prefill pool; requests done at one time on two engines reach the prefill
+// engine before its next step.
+TEST(ServingBenchmark, DisaggregatedRunsEqualSingleSteps) {
+    struct Case {
+        int64_t prefill_engines, decode_engines, decode_slots, output_len, clients, requests;
+        double transfer_s;
+        int64_t prefill_budget = 100;  // 800: eight prompts a prefill step
+    };
+    // Step costs with no common period, so no arrival falls on a step's end (where the rounding
+    // of a sum of steps against a multiple of one decides which step admits it).
+    for (const Case& k : {Case{1, 2, 4, 11, 3, 12, 0.513}, Case{2, 3, 2, 8, 5, 20, 0.291}, Case{1, 3, 8, 20, 4, 16, 0.0517},
+                          Case{3, 2, 3, 6, 0, 30, 0.2071}, Case{1, 2, 40, 30, 4, 12, 5.6e-5, 800},
+                          Case{1, 2, 40, 30, 8, 80, 5.6e-5, 800}, Case{2, 4, 5, 12, 16, 64, 0.01, 800}}) {
+        EngineModel prefill = toy_engine(40);
+        prefill.output_len = 1;
+        prefill.chunk_tokens = k.prefill_budget;
+        prefill.step_s = [](double, double q) { return 1.0 + 0.00537 * q; };
+        EngineModel decode = toy_engine(k.decode_slots);
+        decode.input_len = 0;
+        decode.output_len = k.output_len;
+        decode.step_s = [](double d, double) { return 1.0313 + 0.1171 * d; };
+        Load load{k.clients, k.requests, {}};
+        if (k.clients == 0) load.arrivals_s = poisson_arrivals(0.8, k.requests, 3);
+        const std::vector<RequestTimes> runs =
+            simulate_disaggregated(prefill, k.prefill_engines, decode, k.decode_engines, k.transfer_s, load);
+        const std::vector<RequestTimes> steps =
+            simulate_disaggregated(prefill, k.prefill_engines, decode, k.decode_engines, k.transfer_s, load, false);
+        ASSERT_EQ(runs.size(), steps.size());
+        for (size_t i = 0; i < runs.size(); ++i) {
+            EXPECT_NEAR(runs[i].sent_s, steps[i].sent_s, 1e-9) << "request " << i;
+            EXPECT_NEAR(runs[i].first_token_s, steps[i].first_token_s, 1e-9) << "request " << i;
+            EXPECT_NEAR(runs[i].done_s, steps[i].done_s, 1e-9) << "request " << i;
+        }
+    }
+}
+
 // A lone client on a disaggregated deployment of Llama 3 8B (one H100 each role): its TTFT is
 // the static prefill, the host's time and the cache's move over NVLink (2 x 32 layers x 8 KV
 // heads x 128 x 2 bytes x 1,024 tokens = 128 MiB at the fabric's effective bandwidth, plus its

@@ -6,8 +6,11 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <queue>
 #include <random>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace sm {
 
@@ -22,6 +25,11 @@ int64_t steps_until(double wait_s, double dt) {
     const double n = std::ceil(wait_s / dt);
     return n >= as_d(kNever) ? kNever : std::max<int64_t>(1, static_cast<int64_t>(n));
 }
+
+// Times this close count as one: a run of n steps ends at t + n dt, a step at a time at a sum of
+// n steps, and the two round apart (an arrival at a step's end is there at its end; requests done
+// at one time are passed on before any engine acts at it).
+double tie(double t) { return 1e-9 * std::max(1.0, std::fabs(t)); }
 
 struct Prompt {
     int64_t id = 0;
@@ -70,7 +78,7 @@ public:
     // each first token and last token, in the order they happen.
     void advance(double horizon, std::vector<EngineEvent>& events) {
         for (;;) {
-            while (!future_.empty() && future_.front().at_s <= t_) {
+            while (!future_.empty() && future_.front().at_s <= t_ + tie(t_)) {
                 waiting_.push_back(future_.front().id);
                 future_.pop_front();
             }
@@ -88,8 +96,8 @@ public:
         int64_t alike = pending_ == 0 ? kNever : pending_ > budget_ ? (prompts_.front().left - 1) / budget_ : 0;
         if (!prefill_only && !decoding_.empty()) alike = std::min(alike, decoding_.front().done_at - decoded_);
         if (has_slot()) {
-            if (!future_.empty()) alike = std::min(alike, steps_until(future_.front().at_s - t_, dt));
-            alike = std::min(alike, steps_until(horizon - t_, dt));
+            if (!future_.empty()) alike = std::min(alike, steps_until(future_.front().at_s - tie(t_) - t_, dt));
+            alike = std::min(alike, steps_until(horizon - tie(t_) - t_, dt));
         }
         const int64_t n = std::max<int64_t>(alike, 1);
         t_ += as_d(n) * dt;
@@ -187,7 +195,7 @@ std::vector<RequestTimes> simulate_engine(const EngineModel& e, const Load& load
 }
 
 std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int64_t prefill_engines, const EngineModel& decode,
-                                                 int64_t decode_engines, double transfer_s, const Load& load) {
+                                                 int64_t decode_engines, double transfer_s, const Load& load, bool coalesce) {
     const int64_t total = load.clients > 0 ? load.requests : std::min<int64_t>(load.requests, static_cast<int64_t>(load.arrivals_s.size()));
     std::vector<RequestTimes> out(static_cast<size_t>(std::max<int64_t>(total, 0)));
     if (total <= 0) return out;
@@ -195,48 +203,85 @@ std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int
     const auto nd = static_cast<size_t>(std::max<int64_t>(1, decode_engines));
     std::vector<EngineSim> engines(np, EngineSim(prefill));  // prefill engines, then decode engines
     engines.insert(engines.end(), nd, EngineSim(decode));
+    // Each pool's engines by when they next act (then by index), kept current as they change.
+    std::array<std::set<std::pair<double, size_t>>, 2> acts;
+    std::vector<double> key(engines.size());
+    auto pool_of = [np](size_t k) { return k < np ? size_t{0} : size_t{1}; };
+    for (size_t k = 0; k < engines.size(); ++k) acts[pool_of(k)].insert({key[k] = engines[k].next_s(), k});
+    auto refresh = [&](size_t k) {
+        auto& pool = acts[pool_of(k)];
+        pool.erase({key[k], k});
+        pool.insert({key[k] = engines[k].next_s(), k});
+    };
+    auto deliver = [&](size_t k, int64_t id, double at) {
+        engines[k].arrive(id, at);
+        refresh(k);
+    };
     int64_t sent = 0, transferred = 0;
     auto send = [&](double at) {
         out[static_cast<size_t>(sent)].sent_s = at;
-        engines[static_cast<size_t>(sent) % np].arrive(sent, at + prefill.host_s);
+        deliver(static_cast<size_t>(sent) % np, sent, at + prefill.host_s);
         ++sent;
     };
     if (load.clients > 0)
         for (int64_t k = 0; k < std::min(load.clients, total); ++k) send(0.0);
     else
         for (int64_t k = 0; k < total; ++k) send(load.arrivals_s[static_cast<size_t>(k)]);
+    // A request done on an engine is passed on (its cache to a decode engine, or its client's next
+    // request to a prefill engine, each dealt in turn) in time order, once no engine can still
+    // finish one earlier: ties by engine, then by the order that engine finished them.
+    struct Done {
+        double t_s = 0;
+        size_t engine = 0;
+        int64_t seq = 0, id = 0;
+    };
+    auto later = [](const Done& a, const Done& b) { return std::tie(a.t_s, a.engine, a.seq) > std::tie(b.t_s, b.engine, b.seq); };
+    std::priority_queue<Done, std::vector<Done>, decltype(later)> done(later);
+    std::vector<int64_t> finished(engines.size(), 0);
+    auto pass_on = [&](const Done& d) {
+        if (d.engine < np) {  // a prompt done: its cache moves to a decode engine
+            deliver(np + static_cast<size_t>(transferred++) % nd, d.id, d.t_s + transfer_s);
+            return;
+        }
+        out[static_cast<size_t>(d.id)].done_s = d.t_s;
+        if (load.clients > 0 && sent < total) send(d.t_s);
+    };
+    // The way into each pool (the host before a prompt, the cache's move after it), and the
+    // least a pool takes to pass a request on (a prompt's step; a decode step, or none when the
+    // first token is the last).
+    const std::array<double, 2> into{prefill.host_s, transfer_s};
+    const std::array<double, 2> through{std::max(0.0, prefill.step_s(0, 1)), decode.output_len > 1 ? std::max(0.0, decode.step_s(1, 0)) : 0.0};
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    auto earliest = [&](size_t pool) { return acts[pool].empty() ? kInf : acts[pool].begin()->first; };
     std::vector<EngineEvent> events;
-    const int64_t passes = std::max(pass_limit(prefill, total, engines.size()), pass_limit(decode, total, engines.size()));
+    const int64_t passes = std::max(pass_limit(prefill, total, engines.size()), pass_limit(decode, total, engines.size())) + 2 * total;
     for (int64_t pass = 0;; ++pass) {
         if (pass > passes) throw std::logic_error("serving benchmark: the engines stopped making progress");
-        // The engine that acts first runs, up to when the other pool (the only one that delivers
-        // to it) may deliver: its next action plus the way between (the cache's move; the host).
-        size_t first = 0;
-        double next = std::numeric_limits<double>::infinity();
-        std::array<double, 2> pool_next{next, next};  // prefill, decode
-        for (size_t k = 0; k < engines.size(); ++k) {
-            const double at = engines[k].next_s();
-            double& pool = pool_next[k < np ? 0 : 1];
-            pool = std::min(pool, at);
-            if (at < next) {
-                next = at;
-                first = k;
-            }
+        // The engine that acts first (a prefill engine on a tie).
+        const size_t own = earliest(0) <= earliest(1) ? 0 : 1;
+        const double next = earliest(own);
+        if (!done.empty() && done.top().t_s <= next + tie(next)) {
+            pass_on(done.top());
+            done.pop();
+            continue;
         }
         if (!std::isfinite(next)) break;
-        const double after = first < np ? pool_next[1] + prefill.host_s : pool_next[0] + transfer_s;
+        const size_t first = acts[own].begin()->second;
+        // It runs up to when a request may next reach it: a request done but not passed on, or
+        // the other pool's next action, each plus the way into its pool; an engine of its own
+        // pool reaches it only through the other pool.
+        const auto second = std::next(acts[own].begin());
+        const double own_others = second == acts[own].end() ? kInf : second->first;
+        double after = std::min(earliest(1 - own) + into[own], own_others + into[1 - own] + through[1 - own] + into[own]);
+        if (!done.empty()) after = std::min(after, done.top().t_s + into[own]);
         events.clear();
-        engines[first].advance(after, events);
+        engines[first].advance(coalesce ? after : next, events);
+        refresh(first);
         for (const EngineEvent& ev : events) {
-            RequestTimes& r = out[static_cast<size_t>(ev.id)];
-            if (first < np) {  // a prompt done: its cache moves to a decode engine
-                if (ev.done) engines[np + static_cast<size_t>(transferred++) % nd].arrive(ev.id, ev.t_s + transfer_s);
-            } else if (!ev.done) {
-                r.first_token_s = ev.t_s;
-            } else {
-                r.done_s = ev.t_s;
-                if (load.clients > 0 && sent < total) send(ev.t_s);
-            }
+            if (ev.done)
+                done.push({ev.t_s, first, finished[first]++, ev.id});
+            else if (first >= np)  // the client's first token: its decode engine admits it
+                out[static_cast<size_t>(ev.id)].first_token_s = ev.t_s;
         }
     }
     return out;

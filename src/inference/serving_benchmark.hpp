@@ -56,9 +56,10 @@ std::vector<double> poisson_arrivals(double rate_per_s, int64_t n, uint64_t seed
 // A request's first token reaches its client when its decode engine admits it (the cache has
 // arrived and a slot holds it), its last when that engine is done with it. Closed loop: a
 // client sends its next request then. Every engine is stepped in time order, each a run of
-// steps alike at most up to the next time another engine acts.
+// steps alike at most up to the earliest time a request may reach it; `coalesce` false steps
+// every engine one step at a time (the reference the runs must equal).
 std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int64_t prefill_engines, const EngineModel& decode,
-                                                 int64_t decode_engines, double transfer_s, const Load& load);
+                                                 int64_t decode_engines, double transfer_s, const Load& load, bool coalesce = true);
 
 struct Summary {
     double mean = 0, p50 = 0, p90 = 0, p99 = 0;
