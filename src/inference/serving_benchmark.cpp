@@ -60,6 +60,20 @@ public:
           budget_(std::max<int64_t>(1, e.chunk_tokens)),
           decode_steps_(static_cast<int64_t>(std::ceil(as_d(e.output_len - 1) / e.tokens_per_decode_step))) {}
 
+    // The shortest step the engine can run (one prompt token, or one decoding request when it
+    // takes no prompts): what next_done_s counts its steps at. Costed once, by the driver.
+    void set_step_floor(double s) { step_floor_ = std::max(0.0, s); }
+    // No request of this engine's is done before this (without new arrivals: its front prompt's
+    // chunk steps or its first decoding request's steps, each at least the step floor; when idle,
+    // the next arrival's whole stay).
+    double next_done_s() const {
+        if (!decoding_.empty()) return t_ + as_d(decoding_.front().done_at - decoded_) * step_floor_;
+        const int64_t prompt_steps = e_.input_len > 0 ? (e_.input_len + budget_ - 1) / budget_ : 0;
+        if (!prompts_.empty()) return t_ + as_d((prompts_.front().left + budget_ - 1) / budget_) * step_floor_;
+        const double at = next_s();  // waiting for a slot, or idle until the next arrival
+        return at + as_d(std::max<int64_t>(prompt_steps + decode_steps_, 0)) * step_floor_;
+    }
+
     // Request `id` reaches the engine at `at_s` (kept in time order; ties in order of delivery).
     void arrive(int64_t id, double at_s) {
         const auto later = std::upper_bound(future_.begin(), future_.end(), at_s,
@@ -145,6 +159,7 @@ private:
     static constexpr double kInf = std::numeric_limits<double>::infinity();
     EngineModel e_;
     int64_t slots_, budget_, decode_steps_;
+    double step_floor_ = 0;
     std::deque<Arrival> future_;    // delivered, not yet at the engine, by arrival time
     std::deque<int64_t> waiting_;   // at the engine, no slot yet
     std::deque<Prompt> prompts_;    // admitted, prompt being prefilled first come first served
@@ -203,15 +218,26 @@ std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int
     const auto nd = static_cast<size_t>(std::max<int64_t>(1, decode_engines));
     std::vector<EngineSim> engines(np, EngineSim(prefill));  // prefill engines, then decode engines
     engines.insert(engines.end(), nd, EngineSim(decode));
-    // Each pool's engines by when they next act (then by index), kept current as they change.
-    std::array<std::set<std::pair<double, size_t>>, 2> acts;
-    std::vector<double> key(engines.size());
+    // The shortest step of each pool (a prompt token's; one decoding request's), where its
+    // engines count their steps to their next request done.
+    const double prefill_floor = prefill.step_s(0, 1), decode_floor = decode.step_s(1, 0);
+    for (size_t k = 0; k < engines.size(); ++k) engines[k].set_step_floor(k < np ? prefill_floor : decode_floor);
+    // Each pool's engines by when they next act and by when they can next be done with a request
+    // (then by index), kept current as they change.
+    using Order = std::set<std::pair<double, size_t>>;
+    std::array<Order, 2> acts, dones;
+    std::vector<double> act_at(engines.size()), done_at(engines.size());
     auto pool_of = [np](size_t k) { return k < np ? size_t{0} : size_t{1}; };
-    for (size_t k = 0; k < engines.size(); ++k) acts[pool_of(k)].insert({key[k] = engines[k].next_s(), k});
+    for (size_t k = 0; k < engines.size(); ++k) {
+        acts[pool_of(k)].insert({act_at[k] = engines[k].next_s(), k});
+        dones[pool_of(k)].insert({done_at[k] = engines[k].next_done_s(), k});
+    }
     auto refresh = [&](size_t k) {
-        auto& pool = acts[pool_of(k)];
-        pool.erase({key[k], k});
-        pool.insert({key[k] = engines[k].next_s(), k});
+        Order &a = acts[pool_of(k)], &d = dones[pool_of(k)];
+        a.erase({act_at[k], k});
+        a.insert({act_at[k] = engines[k].next_s(), k});
+        d.erase({done_at[k], k});
+        d.insert({done_at[k] = engines[k].next_done_s(), k});
     };
     auto deliver = [&](size_t k, int64_t id, double at) {
         engines[k].arrive(id, at);
@@ -250,9 +276,15 @@ std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int
     // least a pool takes to pass a request on (a prompt's step; a decode step, or none when the
     // first token is the last).
     const std::array<double, 2> into{prefill.host_s, transfer_s};
-    const std::array<double, 2> through{std::max(0.0, prefill.step_s(0, 1)), decode.output_len > 1 ? std::max(0.0, decode.step_s(1, 0)) : 0.0};
+    const std::array<double, 2> through{std::max(0.0, prefill_floor), decode.output_len > 1 ? std::max(0.0, decode_floor) : 0.0};
     constexpr double kInf = std::numeric_limits<double>::infinity();
     auto earliest = [&](size_t pool) { return acts[pool].empty() ? kInf : acts[pool].begin()->first; };
+    // The earliest a pool can be done with a request, engine `aside` left out.
+    auto next_done = [&](size_t pool, size_t aside) {
+        for (auto it = dones[pool].begin(); it != dones[pool].end(); ++it)
+            if (it->second != aside) return it->first;
+        return kInf;
+    };
     std::vector<EngineEvent> events;
     const int64_t passes = std::max(pass_limit(prefill, total, engines.size()), pass_limit(decode, total, engines.size())) + 2 * total;
     for (int64_t pass = 0;; ++pass) {
@@ -267,12 +299,11 @@ std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int
         }
         if (!std::isfinite(next)) break;
         const size_t first = acts[own].begin()->second;
-        // It runs up to when a request may next reach it: a request done but not passed on, or
-        // the other pool's next action, each plus the way into its pool; an engine of its own
-        // pool reaches it only through the other pool.
-        const auto second = std::next(acts[own].begin());
-        const double own_others = second == acts[own].end() ? kInf : second->first;
-        double after = std::min(earliest(1 - own) + into[own], own_others + into[1 - own] + through[1 - own] + into[own]);
+        // It runs up to when a request may next reach it: one done but not passed on, or the
+        // other pool's next request done, each plus the way into its pool; one of another engine
+        // of its own pool only through the other pool.
+        double after = std::min(next_done(1 - own, first) + into[own],
+                                next_done(own, first) + into[1 - own] + through[1 - own] + into[own]);
         if (!done.empty()) after = std::min(after, done.top().t_s + into[own]);
         events.clear();
         engines[first].advance(coalesce ? after : next, events);
