@@ -86,6 +86,19 @@ TEST(ServingBenchmark, LongPromptsRunInChunksAndIdleGapsAreSkipped) {
     expect_times(simulate_engine(e, {0, 2, {0.0, 100.0}}), {{5.5, 5.5}, {105.5, 105.5}});
 }
 
+// An arrival a hair after a step's end (within 1e-9 of the time) counts as there at its end: a
+// run of n steps ends at t + n dt and a step at a time at a sum of n steps, which round apart.
+// Req 0 arrives at 96: prompt 96 -> 98, its first decode step -> 99.1. Req 1 arrives 5e-8 after
+// 99.1 (within 1e-9 x 99.1): it joins at 99.1, its prompt beside req 0's last decode (2.1 s) ->
+// 101.2, then decodes alone (1.1 s each) -> 103.4. Arriving 1e-6 after, it waits for the step
+// that ends at 100.2 (req 0's last decode, alone) and its prompt runs alone, 2 s.
+TEST(ServingBenchmark, AnArrivalAtAStepsEndWithinRoundingJoinsIt) {
+    const EngineModel e = toy_engine(4);
+    expect_times(simulate_engine(e, {0, 2, {96.0, 99.1 + 5e-8}}), {{98.0, 101.2}, {101.2, 103.4}});
+    const std::vector<RequestTimes> later = simulate_engine(e, {0, 2, {96.0, 99.1 + 1e-6}});
+    EXPECT_DOUBLE_EQ(later[1].first_token_s, 100.2 + 2.0);
+}
+
 TEST(ServingBenchmark, PercentilesByHand) {
     // 1, 2, 3, 4: numpy's linear percentiles at ranks 1.5, 2.7, 2.97.
     const Summary s = summarise({{4, 1}, {2, 1}, {1, 1}, {3, 1}});
