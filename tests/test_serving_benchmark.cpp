@@ -236,15 +236,19 @@ TEST(ServingBenchmark, DisaggregatedRunsEqualSingleSteps) {
         int64_t prefill_engines, decode_engines, decode_slots, output_len, clients, requests;
         double transfer_s;
         int64_t prefill_budget = 100;  // 800: eight prompts a prefill step
+        double host_s = 0;             // before a prompt reaches its prefill engine
     };
     // Step costs with no common period, so no arrival falls on a step's end (where the rounding
     // of a sum of steps against a multiple of one decides which step admits it).
     for (const Case& k : {Case{1, 2, 4, 11, 3, 12, 0.513}, Case{2, 3, 2, 8, 5, 20, 0.291}, Case{1, 3, 8, 20, 4, 16, 0.0517},
                           Case{3, 2, 3, 6, 0, 30, 0.2071}, Case{1, 2, 40, 30, 4, 12, 5.6e-5, 800},
-                          Case{1, 2, 40, 30, 8, 80, 5.6e-5, 800}, Case{2, 4, 5, 12, 16, 64, 0.01, 800}}) {
+                          Case{1, 2, 40, 30, 8, 80, 5.6e-5, 800}, Case{2, 4, 5, 12, 16, 64, 0.01, 800},
+                          Case{1, 2, 40, 30, 6, 60, 0.0123, 100, 0.377}, Case{2, 3, 40, 9, 9, 90, 0.0419, 800, 1.73},
+                          Case{1, 3, 40, 25, 0, 60, 0.0071, 100, 0.911}}) {
         EngineModel prefill = toy_engine(40);
         prefill.output_len = 1;
         prefill.chunk_tokens = k.prefill_budget;
+        prefill.host_s = k.host_s;
         prefill.step_s = [](double, double q) { return 1.0 + 0.00537 * q; };
         EngineModel decode = toy_engine(k.decode_slots);
         decode.input_len = 0;
