@@ -244,7 +244,8 @@ TEST(ServingBenchmark, DisaggregatedRunsEqualSingleSteps) {
                           Case{3, 2, 3, 6, 0, 30, 0.2071}, Case{1, 2, 40, 30, 4, 12, 5.6e-5, 800},
                           Case{1, 2, 40, 30, 8, 80, 5.6e-5, 800}, Case{2, 4, 5, 12, 16, 64, 0.01, 800},
                           Case{1, 2, 40, 30, 6, 60, 0.0123, 100, 0.377}, Case{2, 3, 40, 9, 9, 90, 0.0419, 800, 1.73},
-                          Case{1, 3, 40, 25, 0, 60, 0.0071, 100, 0.911}}) {
+                          Case{1, 3, 40, 25, 0, 60, 0.0071, 100, 0.911}, Case{1, 1, 40, 5, 2, 20, 0.0123, 100, 0.377},
+                          Case{1, 3, 40, 12, 5, 50, 0.0123, 100, 1.73}}) {
         EngineModel prefill = toy_engine(40);
         prefill.output_len = 1;
         prefill.chunk_tokens = k.prefill_budget;
