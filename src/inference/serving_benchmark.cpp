@@ -281,8 +281,8 @@ std::vector<RequestTimes> simulate_disaggregated(const EngineModel& prefill, int
     auto earliest = [&](size_t pool) { return acts[pool].empty() ? kInf : acts[pool].begin()->first; };
     // The earliest a pool can be done with a request, engine `aside` left out.
     auto next_done = [&](size_t pool, size_t aside) {
-        for (auto it = dones[pool].begin(); it != dones[pool].end(); ++it)
-            if (it->second != aside) return it->first;
+        for (const auto& [at, k] : dones[pool])
+            if (k != aside) return at;
         return kInf;
     };
     std::vector<EngineEvent> events;
