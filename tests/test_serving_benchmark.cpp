@@ -293,6 +293,19 @@ TEST(ServingBenchmark, DisaggregatedLoneRequestByHand) {
     EXPECT_NEAR(b.result.tpot_s.mean, tpot, 0.02 * tpot);
 }
 
+// A decode GPU that cannot hold even one request's cache still runs one at a time: the second
+// of two clients' requests waits for the first's whole decode (63 steps) for its first token.
+TEST(ServingBenchmark, DisaggregatedDecodeWithoutRoomRunsOneAtATime) {
+    SystemSpec sys = h100();
+    sys.accel.memory_bytes = 17e9;  // Llama 3 8B's 16 GB of bf16 weights, and not one request's cache
+    const InferContext c{llama8b(), sys, bf16_workload(1024, 64)};
+    ASSERT_EQ(max_concurrency_that_fits(c, ParallelConfig{}, ServeRole::decode), 0);
+    const DisaggBenchmark b = run_disaggregated_benchmark(c, {{ParallelConfig{}, 1}, {ParallelConfig{}, 1}}, 2, 0, 2, 1);
+    EXPECT_EQ(b.result.slots, 1);
+    // The waiting request's first token comes after the other's last: TTFT beyond 63 decode steps.
+    EXPECT_GT(b.result.ttft_s.p99, 63 * b.result.tpot_s.p50);
+}
+
 TEST(ServingBenchmark, DisaggregatedTtftGrowsWithClientsAndPrompts) {
     const DisaggDeployment d{{ParallelConfig{}, 1}, {ParallelConfig{}, 1}};
     double last = 0;
