@@ -27,6 +27,27 @@ void add_latency_keys(Json& j, const BenchmarkResult& b) {
     }
 }
 
+// A benchmark's figures: its latencies, its throughput over the run on `gpus`, and what ran.
+void add_benchmark_keys(Json& j, const BenchmarkResult& b, double gpus, int64_t clients, double request_rate_per_s, uint64_t seed) {
+    add_latency_keys(j, b);
+    j["output_tokens_per_s"] = b.output_tokens_per_s;
+    j["output_tokens_per_s_per_gpu"] = b.output_tokens_per_s / gpus;
+    j["output_tokens_per_s_per_user"] = b.tpot_s.mean > 0 ? 1.0 / b.tpot_s.mean : 0.0;
+    j["benchmark"] = {{"loop", clients > 0 ? "closed" : "open"},
+                      {"clients", clients},
+                      {"request_rate_per_s", request_rate_per_s},
+                      {"seed", seed},
+                      {"requests", b.requests},
+                      {"duration_s", b.duration_s},
+                      {"requests_per_s", b.requests_per_s}};
+}
+
+// The run's output rate, in all and per GPU.
+std::string throughput_line(const BenchmarkResult& b, double gpus) {
+    return fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
+                       b.output_tokens_per_s, b.output_tokens_per_s / gpus, seconds(b.duration_s));
+}
+
 // The latency table of a benchmark.
 std::string latency_table(const BenchmarkResult& b) {
     std::string o = fmt::format("\n  {:<21}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p99");
@@ -79,19 +100,9 @@ Json serve_json(const Scenario& s, const ServingPoint& r, const std::string& mod
         j["steady_state"]["tpot_s"] = r.tpot_s;
         j["steady_state"]["e2e_latency_s"] = r.e2e_latency_s;
         j["steady_state"]["output_tokens_per_s"] = r.output_tokens_per_s;
-        add_latency_keys(j, b);
-        j["output_tokens_per_s"] = b.output_tokens_per_s;
-        j["output_tokens_per_s_per_gpu"] = b.output_tokens_per_s / static_cast<double>(r.gpus);
-        j["output_tokens_per_s_per_user"] = b.tpot_s.mean > 0 ? 1.0 / b.tpot_s.mean : 0.0;
-        j["benchmark"] = {{"loop", bench->clients > 0 ? "closed" : "open"},
-                          {"clients", bench->clients},
-                          {"request_rate_per_s", bench->request_rate_per_s},
-                          {"seed", bench->seed},
-                          {"requests", b.requests},
-                          {"duration_s", b.duration_s},
-                          {"requests_per_s", b.requests_per_s},
-                          {"slots_per_replica", b.slots},
-                          {"prefill_schedule", to_string(i.prefill_schedule)}};
+        add_benchmark_keys(j, b, static_cast<double>(r.gpus), bench->clients, bench->request_rate_per_s, bench->seed);
+        j["benchmark"]["slots_per_replica"] = b.slots;
+        j["benchmark"]["prefill_schedule"] = to_string(i.prefill_schedule);
     }
     // A finite run (inference.num_requests): the throughput keys above are the run's.
     if (r.run_s > 0) j["finite_run"] = {{"num_requests", i.num_requests}, {"run_s", r.run_s}};
@@ -123,8 +134,7 @@ std::string benchmark_text(const Scenario& s, const ServingPoint& r, const Bench
                      i.prefill_schedule == PrefillSchedule::mixed ? "in chunks beside the decodes" : "in steps of their own",
                      i.prefill_chunk_tokens, to_string(i.prefill_schedule));
     o += latency_table(b);
-    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
-                     b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(r.gpus), seconds(b.duration_s));
+    o += throughput_line(b, static_cast<double>(r.gpus));
     o += fmt::format("\n  steady state at {} in flight per replica: TTFT {}, TPOT {}, {:.1f} output tokens/s{}\n", r.concurrency,
                      seconds(r.ttft_s), seconds(r.tpot_s), r.output_tokens_per_s, r.prefill_bound ? " (prompts queue: prefill-bound)" : "");
     return o;
@@ -179,7 +189,6 @@ std::string serve_text(const Scenario& s, const ServingPoint& r, const std::stri
 Json disagg_json(const Scenario& s, const DisaggBenchmark& d, int64_t clients, double request_rate_per_s, uint64_t seed) {
     const InferenceSpec& i = s.inference;
     const BenchmarkResult& b = d.result;
-    const auto gpus = static_cast<double>(s.disaggregated->gpus());
     auto role = [](const RolePool& r, int64_t slots) {
         return Json{{"workers", r.workers}, {"parallel", parallel_json(r.layout)}, {"gpus", r.gpus()}, {"slots_per_engine", slots}};
     };
@@ -196,19 +205,8 @@ Json disagg_json(const Scenario& s, const DisaggBenchmark& d, int64_t clients, d
         {"precision", precision_json(i)},
         {"kv_transfer_s", d.kv_transfer_s},
         {"kv_transfer_link", d.within_domain ? "scale_up" : "scale_out"},
-        {"output_tokens_per_s", b.output_tokens_per_s},
-        {"output_tokens_per_s_per_gpu", b.output_tokens_per_s / gpus},
-        {"output_tokens_per_s_per_user", b.tpot_s.mean > 0 ? 1.0 / b.tpot_s.mean : 0.0},
-        {"benchmark",
-         {{"loop", clients > 0 ? "closed" : "open"},
-          {"clients", clients},
-          {"request_rate_per_s", request_rate_per_s},
-          {"seed", seed},
-          {"requests", b.requests},
-          {"duration_s", b.duration_s},
-          {"requests_per_s", b.requests_per_s}}},
     };
-    add_latency_keys(j, b);
+    add_benchmark_keys(j, b, static_cast<double>(s.disaggregated->gpus()), clients, request_rate_per_s, seed);
     return j;
 }
 
@@ -229,8 +227,7 @@ std::string disagg_text(const Scenario& s, const DisaggBenchmark& d, int64_t cli
     else
         o += fmt::format("Benchmark: Poisson arrivals at {:g} requests/s (seed {}), {} requests\n", request_rate_per_s, seed, b.requests);
     o += latency_table(b);
-    o += fmt::format("  output tokens/s      {:>12.1f}   ({:.1f} per GPU) over {} from the first request to the last token\n",
-                     b.output_tokens_per_s, b.output_tokens_per_s / static_cast<double>(dep.gpus()), seconds(b.duration_s));
+    o += throughput_line(b, static_cast<double>(dep.gpus()));
     return o;
 }
 
