@@ -167,6 +167,12 @@ Runner add_infer(CLI::App& app, const Io& io) {
         note_assumptions(io, *s, Purpose::infer);
         const Format fmt = parse_format(o->format);
         if (s->disaggregated) {
+            const DisaggDeployment& d = *s->disaggregated;
+            if (o->quick.gpus > 0 && d.gpus() > o->quick.gpus)
+                return bad_input(io, {"--gpus", std::to_string(o->quick.gpus),
+                                      fmt::format("at least the disaggregated deployment's {} GPUs (prefill {}, decode {}): its workers "
+                                                  "exceed the GPUs",
+                                                  d.gpus(), d.prefill.gpus(), d.decode.gpus())});
             if (o->concurrency == 0 && o->request_rate == 0)
                 return bad_input(io, {"disaggregated", "a deployment with no load given",
                                       "run by --concurrency C (clients for the whole deployment) or --request-rate R"});

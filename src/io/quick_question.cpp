@@ -1,6 +1,5 @@
 #include "io/quick_question.hpp"
 
-#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -60,27 +59,9 @@ Json apply_quick_flags(Json doc, const QuickFlags& q) {
 
 Expected<Json> apply_quick_gpus(Json doc, const QuickFlags& q) {
     if (q.gpus == 0 || !doc.is_object()) return doc;
-    // A disaggregated deployment says its own GPUs: --gpus is the budget they must fit.
-    if (doc.contains("disaggregated") && doc["disaggregated"].is_object() && (q.uses & kQuickTraining) == 0) {
-        int64_t used = 0;
-        std::string named;
-        for (const char* role : {"prefill", "decode"}) {
-            const Json& r = doc["disaggregated"].contains(role) ? doc["disaggregated"][role] : Json();
-            if (!r.is_object()) return doc;  // the scenario's reader names what is wrong
-            int64_t gpus = 1;
-            for (const char* k : {"workers", "tp", "pp", "dp"}) {
-                const int64_t d = degree(r, k);
-                if (d < 0) return doc;
-                gpus *= std::max<int64_t>(d, 1);
-            }
-            used += gpus;
-            named += fmt::format("{}{} {}", named.empty() ? "" : ", ", role, gpus);
-        }
-        if (used > q.gpus)
-            return InputError{"--gpus", std::to_string(q.gpus),
-                              fmt::format("at least the disaggregated deployment's {} GPUs ({}): its workers exceed the GPUs", used, named)};
-        return doc;
-    }
+    // A disaggregated deployment says its own GPUs: --gpus is the budget they must fit, checked
+    // once the deployment is read (cmd_infer).
+    if (doc.contains("disaggregated") && (q.uses & kQuickTraining) == 0) return doc;
     Json* p = section(doc, "parallel");
     if (!p) return doc;
     const bool training = (q.uses & kQuickTraining) != 0;
