@@ -1,5 +1,4 @@
 #include <iostream>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -42,11 +41,9 @@ struct ServingAsk {
 int run_disaggregated(const Io& io, const Scenario& s, const ServingAsk& ask, Format fmt) {
     const InferContext c{s.model, s.system, s.inference};
     const DisaggDeployment& d = *s.disaggregated;
-    for (const auto& [name, pool, role] :
-         {std::tuple{"prefill", &d.prefill, ServeRole::prefill}, std::tuple{"decode", &d.decode, ServeRole::decode}})
-        if (max_concurrency_that_fits(c, pool->layout, role) == 0)
-            io.err << "scalemodel: warning: not even one request fits in " << gib(s.system.accel.memory_bytes) << " per GPU of the "
-                   << name << " workers; they run one at a time\n";
+    for (const char* name : roles_without_room(c, d))
+        io.err << "scalemodel: warning: not even one request fits in " << gib(s.system.accel.memory_bytes) << " per GPU of the "
+               << name << " workers; they run one at a time\n";
     const uint64_t seed = ask.request_rate > 0 ? ask.seed : 0;
     const DisaggBenchmark b = run_disaggregated_benchmark(c, d, ask.concurrency, ask.request_rate,
                                                           benchmark_requests(s.inference, ask.concurrency), ask.seed);

@@ -482,6 +482,13 @@ BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, in
     return r;
 }
 
+std::vector<const char*> roles_without_room(const InferContext& c, const DisaggDeployment& d) {
+    std::vector<const char*> out;
+    if (max_concurrency_that_fits(c, d.prefill.layout, ServeRole::prefill) == 0) out.push_back("prefill");
+    if (max_concurrency_that_fits(c, d.decode.layout, ServeRole::decode) == 0) out.push_back("decode");
+    return out;
+}
+
 DisaggBenchmark run_disaggregated_benchmark(const InferContext& c, const DisaggDeployment& d, int64_t clients, double rate_per_s,
                                             int64_t requests, uint64_t seed) {
     const InferenceSpec& s = c.inference;

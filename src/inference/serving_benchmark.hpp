@@ -124,6 +124,10 @@ BenchmarkResult run_benchmark(const InferContext& c, const ParallelConfig& p, in
 // the scale-up fabric when the whole deployment fits in one domain, else the scale-out network.
 // Closed loop: `clients` in all. Open loop (clients == 0): `requests` Poisson arrivals at
 // `rate_per_s` for the deployment, dealt to the prefill engines in turn.
+// The roles ("prefill", "decode") whose GPUs hold not even one request (their engines then run
+// one at a time).
+std::vector<const char*> roles_without_room(const InferContext& c, const DisaggDeployment& d);
+
 struct DisaggBenchmark {
     BenchmarkResult result;       // its slots: per decode engine
     int64_t prefill_slots = 0;    // per prefill engine

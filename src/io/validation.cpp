@@ -533,11 +533,10 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
                 const int64_t requests = benchmark_requests(s->inference, clients);
                 BenchmarkResult b;
                 if (const std::optional<DisaggDeployment>& d = s->disaggregated) {
-                    for (auto [role, pool] : {std::pair{"prefill", &d->prefill}, std::pair{"decode", &d->decode}})
-                        if (max_concurrency_that_fits(ic, pool->layout, role[0] == 'p' ? ServeRole::prefill : ServeRole::decode) == 0) {
-                            rep.skipped.push_back(shown_id + ": not even one request fits in the memory of a " + role + " GPU");
-                            return;
-                        }
+                    if (const std::vector<const char*> full = roles_without_room(ic, *d); !full.empty()) {
+                        rep.skipped.push_back(shown_id + ": not even one request fits in the memory of a " + full.front() + " GPU");
+                        return;
+                    }
                     b = run_disaggregated_benchmark(ic, *d, clients, 0, requests, 1).result;
                     c.layout = fmt::format("prefill {} x {}, decode {} x {}, concurrency {} {} in/{} out", d->prefill.workers,
                                            layout_brief(d->prefill.layout), d->decode.workers, layout_brief(d->decode.layout), clients,
