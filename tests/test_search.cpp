@@ -281,6 +281,51 @@ TEST(Search, SharedPlansGiveEverySearchItsOwnAnswer) {
     }
 }
 
+// A layout of the space costed alone (a study re-costs a twin point's winner so) gives, bit for
+// bit, the hit the search reports; a layout outside the space (the domain rule, another GPU
+// count, a micro-batch the batch does not split into, a held field) or one that does not fit in
+// memory gives nothing.
+TEST(Search, CostInSpaceIsWhatTheSearchReports) {
+    const Scenario s = scenario_of(doc_of(kGpt3), Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    SearchOptions o;
+    o.gpus = 512;
+    o.top_k = 20;
+    const SearchResult r = search_layouts(c, {}, o);
+    ASSERT_EQ(r.best.size(), 20u);
+    for (const SearchHit& h : r.best) {
+        const auto again = cost_in_space(c, {}, o, h.layout);
+        ASSERT_TRUE(again.has_value()) << parallel_json(h.layout).dump();
+        EXPECT_EQ(parallel_json(again->layout), parallel_json(h.layout));
+        EXPECT_EQ(again->score, h.score);
+        EXPECT_EQ(again->result.step_time_s, h.result.step_time_s);
+        EXPECT_EQ(again->result.memory.peak_bytes_per_gpu, h.result.memory.peak_bytes_per_gpu);
+    }
+    const ParallelConfig best = r.best.front().layout;
+    ParallelConfig wide = best;  // tp 16 over two 8-GPU nodes
+    wide.tp = 16;
+    wide.dp = best.dp * best.tp / 16;
+    ASSERT_EQ(wide.gpus(), 512);
+    EXPECT_FALSE(cost_in_space(c, {}, o, wide).has_value());
+    SearchOptions across = o;
+    across.tp_within_domain = false;
+    EXPECT_TRUE(cost_in_space(c, {}, across, wide).has_value());
+    SearchOptions more = o;
+    more.gpus = 1024;
+    EXPECT_FALSE(cost_in_space(c, {}, more, best).has_value());
+    ParallelConfig odd = best;
+    odd.microbatch = 7;  // 4,096 / dp is a power of two
+    EXPECT_FALSE(cost_in_space(c, {}, o, odd).has_value());
+    LayoutConstraints held;
+    held.zero = best.zero == 0 ? 1 : 0;
+    EXPECT_FALSE(cost_in_space(c, held, o, best).has_value());
+    held.zero = best.zero;
+    EXPECT_TRUE(cost_in_space(c, held, o, best).has_value());
+    ParallelConfig whole;  // 175 B parameters on every GPU: no room
+    whole.dp = 512;
+    EXPECT_FALSE(cost_in_space(c, {}, o, whole).has_value());
+}
+
 // GPT-3 175B on 4,096 A100s: the best layouts re-evaluated one by one give the same numbers,
 // and no layout `train` accepts (tp beyond the NVLink domain included) beats the best.
 TEST(Search, Gpt3On4096BestIsReproducibleAndUnbeaten) {

@@ -662,6 +662,51 @@ TEST(Study, SearchPointWithoutAGpuCountIsAnError) {
     }
 }
 
+// Points that differ only in what cannot change the winner (energy figures, the host tier without
+// offload) search once, each still reporting under its own figures; any other difference, the
+// host tier with offload, or energy figures when energy is the objective, searches anew. Every
+// outcome is what the point's own search gives.
+TEST(Study, TwinPointsSearchOnce) {
+    const std::string base = R"({"model": {"preset": "llama2-7b"}, "training": {"global_batch": 256}, "system": {"preset": "dgx-h100")";
+    const std::vector<std::string> systems{
+        "",                                                   // 0
+        R"(, "energy": {"tdp_w": 500})",                      // 1: twin of 0
+        R"(, "host_memory": {"capacity_bytes": 1e11})",       // 2: twin of 0
+        R"(, "accelerator": {"memory_bytes": 30e9})",         // 3: a search of its own
+        R"(, "accelerator": {"memory_bytes": 1e9})",          // 4: nothing fits
+        R"(, "accelerator": {"memory_bytes": 1e9}, "energy": {"tdp_w": 500})",  // 5: twin of 4
+    };
+    std::vector<Json> docs;
+    for (const auto& sys : systems) docs.push_back(Json::parse(base + sys + "}}"));
+    for (const char* host : {"2.5e11", "5e11"})  // 6, 7: offload reads the host tier
+        docs.push_back(Json::parse(base + R"(, "host_memory": {"capacity_bytes": )" + host + R"(}}, "parallel": {"offload": "optimizer"}})"));
+    StudyOptions o;
+    o.mode = StudyMode::search;
+    o.gpus = 32;
+    SearchMemo memo;
+    o.searched = &memo;
+    const auto out = evaluate_points(docs.size(), [&](size_t i) -> Expected<Json> { return docs[i]; }, o);
+    EXPECT_EQ(memo.searches(), 5u);  // 0, 3, 4, 6, 7
+    StudyOptions alone = o;
+    alone.searched = nullptr;
+    for (size_t i = 0; i < docs.size(); ++i) {
+        const PointOutcome own = evaluate_point(docs[i], alone, 1);
+        EXPECT_EQ(out[i].status, own.status) << i;
+        EXPECT_EQ(out[i].message, own.message) << i;
+        EXPECT_EQ(out[i].result, own.result) << i;
+    }
+    EXPECT_EQ(out[0].status, PointStatus::ok);
+    EXPECT_EQ(out[4].status, PointStatus::no_fit);
+    EXPECT_NE(out[1].result.at("energy_per_step_j"), out[0].result.at("energy_per_step_j"));  // its own TDP
+    EXPECT_EQ(out[1].result.at("parallel"), out[0].result.at("parallel"));
+
+    o.objective = StudyObjective{"energy_per_step_j", true};
+    SearchMemo by_energy;
+    o.searched = &by_energy;
+    evaluate_points(2, [&](size_t i) -> Expected<Json> { return docs[i]; }, o);
+    EXPECT_EQ(by_energy.searches(), 2u);
+}
+
 // Every point on exactly one rank, counts within one; and balanced across a grid's structure:
 // round robin on 2 ranks gave rank 0 all 500 even points of 1,000 (a fastest dimension of even
 // length: all the small values to one rank), the deal gives each rank 200-300 of them.

@@ -485,6 +485,46 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     }
 }
 
+// The placement that runs layout p in this plan's space, or nullptr when the space lacks p (another
+// GPU count or constraint, a tp the domain rule cuts, a micro-batch the batch does not admit).
+// The layout is rebuilt from the plan's entries as run_task builds it and must equal p.
+const Placement* placement_of(const Plan& plan, const LayoutConstraints& f, int64_t global_batch, const ParallelConfig& p) {
+    if (std::find(plan.zeros.begin(), plan.zeros.end(), p.zero) == plan.zeros.end()) return nullptr;
+    for (const Task& t : plan.tasks) {
+        if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind) continue;
+        if (!t.recompute.at(static_cast<size_t>(p.recompute))) continue;
+        if (std::find(t.microbatches.begin(), t.microbatches.end(), p.microbatch) == t.microbatches.end()) continue;
+        for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
+            const Shape& s = plan.shapes[i];
+            if (s.tp != p.tp || s.tp_rows != p.tp_rows || s.cp != p.cp || s.ep != p.ep || s.pp != p.pp) continue;
+            if (!admits(s, global_batch, p.microbatch)) return nullptr;
+            const auto vps = plan.vps.begin() + static_cast<std::ptrdiff_t>(s.vp_begin);
+            const auto iv = std::find_if(vps, vps + static_cast<std::ptrdiff_t>(s.vp_count),
+                                         [&](const Interleave& v) { return v.vp == p.vp && v.split == p.split; });
+            if (iv == vps + static_cast<std::ptrdiff_t>(s.vp_count)) return nullptr;
+            for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
+                const Placement& place = plan.places[pl];
+                if (place.order != p.order) continue;
+                ParallelConfig q;
+                hold_split(q, f);
+                q.sequence_parallel = t.sp;
+                q.cp_kind = t.cp_kind;
+                q.offload = f.offload;
+                q.microbatch = p.microbatch;
+                q.recompute = p.recompute;
+                set_degrees(q, s);
+                q.order = place.order;
+                q.zero = p.zero;
+                q.vp = iv->vp;
+                q.split = iv->split;
+                return q == p ? &place : nullptr;
+            }
+            return nullptr;
+        }
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 std::optional<Objective> parse_objective(std::string_view s) {
@@ -626,6 +666,20 @@ std::shared_ptr<const Plan> planned(const TrainContext& c, const LayoutConstrain
 
 int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o) {
     return planned(c, fixed, o)->candidates;
+}
+
+std::optional<SearchHit> cost_in_space(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
+                                       const ParallelConfig& p) {
+    const std::shared_ptr<const Plan> plan = planned(c, fixed, o);
+    const Placement* place = placement_of(*plan, fixed, c.training.global_batch, p);
+    if (!place) return std::nullopt;
+    // The steps of run_task and run_placement: what they read of p is what p holds here.
+    const LayerOpSet ops = layer_op_set(c, p);
+    const LayerCompute compute = compute_layers(c, ops, p.recompute);
+    const LayerCosts costs = cost_layers(c, p, place->layer, compute, layer_comms(c, ops, place->layer));
+    const TrainResult r = assemble_step(c, p, costs, plan->params, place->spans, stage_rates(c, plan->params, p, costs));
+    if (!r.fits_in_memory) return std::nullopt;
+    return SearchHit{p, r, objective_score(o.objective, r)};
 }
 
 SearchResult search_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,

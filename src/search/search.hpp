@@ -153,6 +153,12 @@ std::vector<FoldedHit> fold_twins(const std::vector<SearchHit>& hits, size_t k, 
 // search's plan alone: nothing is costed.
 int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o);
 
+// Layout p costed as search_layouts costs it: bit for bit the hit a search that keeps p reports.
+// nullopt when the search's space lacks p (another GPU count, a held field, a tp the domain rule
+// cuts) or p does not fit in memory.
+std::optional<SearchHit> cost_in_space(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
+                                       const ParallelConfig& p);
+
 // `--gpus`: a count (4096), a list (1024,2048,4096) or a range START:STOP[:xFACTOR|:+STEP]
 // (256:16384:x2; the factor defaults to x2). Ascending order is kept as given.
 Expected<std::vector<int64_t>> parse_gpu_counts(std::string_view text);

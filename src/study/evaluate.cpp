@@ -103,7 +103,20 @@ PointOutcome finish(Json result, const StudyOptions& o) {
     return out;
 }
 
-PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) {
+// What a point's search reads, as text: its document without what cannot change which layout
+// wins: ranked by step time (or its orders), energy figures and price do not; without offload
+// the host tier does not.
+std::string search_key(Json doc, const Scenario& s, const SearchOptions& so) {
+    if (doc.contains("system") && doc["system"].is_object()) {
+        Json& sys = doc["system"];
+        if (so.objective != Objective::energy) sys.erase("energy");
+        if (so.objective != Objective::cost) sys.erase("price_per_gpu_hour");
+        if (s.parallel.offload == Offload::none) sys.erase("host_memory");
+    }
+    return fmt::format("{} {} {} {}", so.gpus, to_string(so.objective), so.tp_within_domain, doc.dump());
+}
+
+PointOutcome search_point(const Json& doc, Scenario& s, const StudyOptions& o, unsigned threads) {
     const std::set<std::string>& given = s.parallel_given;
     const bool whole = given.count("tp") && given.count("pp") && given.count("dp") && given.count("cp");
     SearchOptions so;
@@ -116,15 +129,33 @@ PointOutcome search_point(Scenario& s, const StudyOptions& o, unsigned threads) 
     so.tp_within_domain = o.tp_within_domain;
     so.prune_by_floor = true;  // only the best layout is kept: skip what cannot beat it
     so.plans = o.plans;
-    const SearchResult r = search_layouts({s.model, s.system, s.training}, constraints_from(s.parallel, given), so);
-    if (r.stats.candidates == 0)
-        return {PointStatus::no_fit, {}, fmt::format("no valid layout of {} GPUs", so.gpus), 0};
-    // Every candidate pruned by the network-domain rule: say so, not "does not fit".
-    if (r.stats.candidates == r.stats.pruned_domain)
-        return {PointStatus::no_fit, {}, fmt::format("no layout of {} GPUs keeps tp within the {}-GPU scale-up domain (--cross-domain-tp)", so.gpus, s.system.used_per_domain()), 0};
-    if (r.best.empty()) return {PointStatus::no_fit, {}, fmt::format("no layout of {} GPUs fits in memory", so.gpus), 0};
-    s.parallel = r.best.front().layout;
-    return finish(train_json(s, r.best.front().result), o);
+    const TrainContext c{s.model, s.system, s.training};
+    const LayoutConstraints fixed = constraints_from(s.parallel, given);
+    const std::string key = o.searched ? search_key(doc, s, so) : std::string();
+    // A twin point's winner, costed under this point's figures; should it fall outside this
+    // space after all, the point searches.
+    std::optional<SearchHit> hit;
+    if (const auto twin = o.searched ? o.searched->find(key) : std::nullopt) {
+        if (!twin->found) return {PointStatus::no_fit, {}, twin->why, 0};
+        hit = cost_in_space(c, fixed, so, twin->layout);
+    }
+    if (!hit) {
+        const SearchResult r = search_layouts(c, fixed, so);
+        std::string why;
+        if (r.stats.candidates == 0)
+            why = fmt::format("no valid layout of {} GPUs", so.gpus);
+        // Every candidate pruned by the network-domain rule: say so, not "does not fit".
+        else if (r.stats.candidates == r.stats.pruned_domain)
+            why = fmt::format("no layout of {} GPUs keeps tp within the {}-GPU scale-up domain (--cross-domain-tp)", so.gpus,
+                              s.system.used_per_domain());
+        else if (r.best.empty())
+            why = fmt::format("no layout of {} GPUs fits in memory", so.gpus);
+        if (o.searched) o.searched->add(key, {why.empty(), why.empty() ? r.best.front().layout : ParallelConfig{}, why});
+        if (!why.empty()) return {PointStatus::no_fit, {}, why, 0};
+        hit = r.best.front();
+    }
+    s.parallel = hit->layout;
+    return finish(train_json(s, hit->result), o);
 }
 
 }  // namespace
@@ -160,9 +191,27 @@ PointOutcome evaluate_point(const Expected<Json>& given, const StudyOptions& opt
     switch (o.mode) {
         case StudyMode::train: return finish(train_json(s, evaluate_training({s.model, s.system, s.training}, s.parallel)), o);
         case StudyMode::infer: return finish(infer_json(s, evaluate_inference({s.model, s.system, s.inference}, s.parallel)), o);
-        case StudyMode::search: return search_point(s, o, search_threads);
+        case StudyMode::search: return search_point(doc, s, o, search_threads);
     }
     return {};
+}
+
+std::optional<SearchMemo::Found> SearchMemo::find(const std::string& key) const {
+    const std::lock_guard lock(mu_);
+    const auto it = kept_.find(key);
+    if (it == kept_.end()) return std::nullopt;
+    return it->second;
+}
+
+void SearchMemo::add(std::string key, Found f) {
+    const std::lock_guard lock(mu_);
+    ++searches_;
+    kept_.emplace(std::move(key), std::move(f));
+}
+
+size_t SearchMemo::searches() const {
+    const std::lock_guard lock(mu_);
+    return searches_;
 }
 
 Json study_base_doc(const Scenario& s) {
@@ -253,8 +302,10 @@ std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, con
     // Points that differ only in system figures (an attribution's subsets, a bandwidth sweep)
     // plan their searches alike: plan once.
     PlanCache plans;
+    SearchMemo searched;
     StudyOptions with_plans = o;
     if (!with_plans.plans) with_plans.plans = &plans;
+    if (!with_plans.searched) with_plans.searched = &searched;
     run_local(mine, out, doc, with_plans, workers, across ? 1 : threads);
     if (c.size <= 1) return out;
 

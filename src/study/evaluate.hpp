@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +38,27 @@ bool is_lower_better_key(std::string_view key);
 std::vector<std::string> objective_names(StudyMode m);
 Expected<StudyObjective> parse_study_objective(std::string_view name, StudyMode m, const char* flag = "--objective");
 
+// The searches a study already ran, by what they read: points whose documents differ only in
+// what cannot change which layout wins (energy figures and price unless ranked by them, the host
+// memory tier without offload) search once; the others re-cost the winner under their own
+// figures (cost_in_space), which gives what their own search would. Thread-safe.
+class SearchMemo {
+public:
+    struct Found {
+        bool found = false;         // a layout won (else `why` says why none did)
+        ParallelConfig layout;
+        std::string why;
+    };
+    [[nodiscard]] std::optional<Found> find(const std::string& key) const;
+    void add(std::string key, Found f);
+    [[nodiscard]] size_t searches() const;  // searches added (two threads may run one key)
+
+private:
+    mutable std::mutex mu_;
+    std::map<std::string, Found> kept_;
+    size_t searches_ = 0;
+};
+
 struct StudyOptions {
     StudyMode mode = StudyMode::train;
     StudyObjective objective{"step_time_s", true};
@@ -42,6 +66,7 @@ struct StudyOptions {
     unsigned threads = 1;      // all of them, split between points or within each search
     bool tp_within_domain = true;
     PlanCache* plans = nullptr;  // search: plans shared by the points (evaluate_points makes one when null)
+    SearchMemo* searched = nullptr;  // search: searches shared by the points (likewise)
     const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): no new point starts
     std::function<void(size_t done, size_t total)> progress;  // ~10 times a second, on the caller's thread
     Cluster cluster;
