@@ -354,6 +354,32 @@ TEST(Serving, MaxConcurrencyIsTheLastThatFits) {
     EXPECT_LE(n, 122);
 }
 
+// A layout's points costed once each are the points costed alone, in every role and at every
+// concurrency asked (again, out of order), and its limit the largest concurrency that fits.
+TEST(Serving, LayoutPointsAreServeAtOnceEach) {
+    const ModelSpec m = testing::tiny_llama(2);
+    const SystemSpec sys = round_system_with(4e6);
+    const InferContext c{m, sys, toy_serving_workload()};
+    ParallelConfig two;
+    two.pp = 2;
+    for (const ParallelConfig& p : {ParallelConfig{}, two})
+        for (const ServeRole role : {ServeRole::both, ServeRole::prefill, ServeRole::decode}) {
+            LayoutPoints at(c, p, role);
+            EXPECT_EQ(at.limit(), max_concurrency_that_fits(c, p, role));
+            for (const int64_t n : {1, 7, 3, 7, 64, 1}) {
+                const ServingPoint alone = serve_at(c, p, n, role);
+                const ServingPoint& kept = at.at(n);
+                EXPECT_EQ(kept.concurrency, n);
+                EXPECT_EQ(kept.ttft_s, alone.ttft_s);
+                EXPECT_EQ(kept.tpot_s, alone.tpot_s);
+                EXPECT_EQ(kept.requests_per_s, alone.requests_per_s);
+                EXPECT_EQ(kept.memory.peak_bytes_per_gpu, alone.memory.peak_bytes_per_gpu);
+                EXPECT_EQ(kept.memory.weights_bytes, alone.memory.weights_bytes);
+                EXPECT_EQ(kept.fits_in_memory, alone.fits_in_memory);
+            }
+        }
+}
+
 TEST(Serving, HbmFilledExactlyStillFits) {
     // Capacity equal to the memory of 50 requests: 50 fit (a full HBM is not an overflow).
     const ModelSpec m = testing::tiny_llama(2);

@@ -100,12 +100,16 @@ bool cache_fits(const InferContext& c, const InferMemory& m) {
 
 }  // namespace
 
-InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
+namespace {
+
+// serving_memory with the layout's weights (weights_bytes(c, p)) given: a search asks it per
+// concurrency, and the weights are the same at every one.
+InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role, double weights) {
     const InferenceSpec& s = c.inference;
     const Flow f = flow(s, concurrency, role);
     const double mb = as_d(micro_batches(p, concurrency));
     InferMemory mem;
-    mem.weights_bytes = weight_params_per_gpu(c.model, p) * bytes_per_element(s.weight_precision);
+    mem.weights_bytes = weights;
     mem.overhead_bytes = s.framework_overhead_bytes;
     InferenceSpec all = s;
     all.batch = concurrency;  // every request in flight keeps its cache on every stage
@@ -115,6 +119,24 @@ InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64
     mem.activations_bytes = activation_bytes(c, p, tokens_shape(p, s, (f.decode + chunk) / mb));
     mem.peak_bytes_per_gpu = mem.weights_bytes + mem.overhead_bytes + mem.kv_cache_bytes + mem.activations_bytes;
     return mem;
+}
+
+double weights_bytes(const InferContext& c, const ParallelConfig& p) {
+    return weight_params_per_gpu(c.model, p) * bytes_per_element(c.inference.weight_precision);
+}
+
+ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role, double weights);
+
+int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p, ServeRole role, double weights) {
+    // Memory grows with C (more caches, never fewer tokens per step): bisect.
+    auto fits = [&](int64_t n) { return cache_fits(c, serving_memory(c, p, n, role, weights)); };
+    return largest_on_prefix(fits, int64_t{1} << 24);
+}
+
+}  // namespace
+
+InferMemory serving_memory(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
+    return serving_memory(c, p, concurrency, role, weights_bytes(c, p));
 }
 
 PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double decode_requests, double prefill, double started, double mb) {
@@ -154,6 +176,12 @@ PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double
 }
 
 ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role) {
+    return serve_at(c, p, concurrency, role, weights_bytes(c, p));
+}
+
+namespace {
+
+ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role, double weights) {
     const InferenceSpec& s = c.inference;
     const Flow f = flow(s, concurrency, role);
     ServingPoint r;
@@ -199,9 +227,20 @@ ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t co
     r.output_tokens_per_s = r.requests_per_s * as_d(tokens_yielded(s, role));
     r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / as_d(r.gpus);
     r.output_tokens_per_s_per_user = role == ServeRole::prefill ? 0.0 : 1.0 / r.tpot_s;
-    r.memory = serving_memory(c, p, concurrency, role);
+    r.memory = serving_memory(c, p, concurrency, role, weights);
     r.fits_in_memory = cache_fits(c, r.memory);
     return r;
+}
+
+}  // namespace
+
+LayoutPoints::LayoutPoints(const InferContext& c, const ParallelConfig& p, ServeRole role)
+    : c_(c), p_(p), role_(role), weights_(weights_bytes(c, p)), limit_(max_concurrency_that_fits(c, p, role, weights_)) {}
+
+const ServingPoint& LayoutPoints::at(int64_t concurrency) {
+    const auto it = seen_.find(concurrency);
+    if (it != seen_.end()) return it->second;
+    return seen_.emplace(concurrency, serve_at(c_, p_, concurrency, role_, weights_)).first->second;
 }
 
 ServingPoint with_energy(const SystemSpec& sys, const ParallelConfig& p, ServingPoint r) {
@@ -230,9 +269,7 @@ int64_t largest_on_prefix(const std::function<bool(int64_t)>& ok, int64_t limit)
 }
 
 int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p, ServeRole role) {
-    // Memory grows with C (more caches, never fewer tokens per step): bisect.
-    auto fits = [&](int64_t n) { return cache_fits(c, serving_memory(c, p, n, role)); };
-    return largest_on_prefix(fits, int64_t{1} << 24);
+    return max_concurrency_that_fits(c, p, role, weights_bytes(c, p));
 }
 
 std::vector<int64_t> concurrency_candidates(const InferContext& c, int64_t limit, ServeRole role) {

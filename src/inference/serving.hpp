@@ -5,6 +5,7 @@
 // mixed_pass_cost (the same op catalogue and GEMM timing as `infer`).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -87,6 +88,24 @@ double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t conc
 // over a finite run of inference.num_requests when set (run_s); nullopt when not even one
 // request fits.
 std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p);
+
+// One layout's steady states in one role, each concurrency costed once (serve_at), and the
+// largest concurrency that fits: a search tries, bisects and re-tries concurrencies of a layout,
+// and its weights are the same at every one. The context must outlive it.
+class LayoutPoints {
+public:
+    LayoutPoints(const InferContext& c, const ParallelConfig& p, ServeRole role = ServeRole::both);
+    [[nodiscard]] int64_t limit() const { return limit_; }  // max_concurrency_that_fits
+    const ServingPoint& at(int64_t concurrency);           // serve_at; valid while this lives
+
+private:
+    const InferContext& c_;
+    ParallelConfig p_;
+    ServeRole role_;
+    double weights_;
+    int64_t limit_;
+    std::map<int64_t, ServingPoint> seen_;
+};
 
 // Disaggregated serving: one prompt's KV cache moved from a `prefill` to a `decode` instance,
 // every GPU sending (receiving) its own shard at once (the slower side's shard), over the

@@ -10,12 +10,6 @@ namespace sm {
 
 namespace {
 
-// Largest concurrency in [1, limit] meeting the targets: TTFT and TPOT never fall as C grows
-// (more tokens per step, prompts queue sooner), so the feasible set is a prefix.
-int64_t largest_meeting(const InferContext& c, const ParallelConfig& p, const ServeTargets& t, int64_t limit) {
-    return largest_on_prefix([&](int64_t n) { return meets(serve_at(c, p, n), t); }, limit);
-}
-
 // Keeps the points no other point beats on both tokens/s/GPU and tokens/s/user.
 std::vector<ServeHit> pareto_front(std::vector<ServeHit> all) {
     std::sort(all.begin(), all.end(), [](const ServeHit& a, const ServeHit& b) {
@@ -95,15 +89,18 @@ ServeSearchResult serve_search(const InferContext& c, int64_t gpus, const ServeT
     std::vector<ServeHit> all;
     int64_t done = 0;
     for (const ParallelConfig& p : layouts) {
-        const int64_t limit = max_concurrency_that_fits(c, p);
+        LayoutPoints at(c, p);
+        const int64_t limit = at.limit();
         if (limit > 0) {
-            const int64_t feasible = largest_meeting(c, p, targets, limit);
+            // The largest concurrency meeting the targets: TTFT and TPOT never fall as C grows
+            // (more tokens per step, prompts queue sooner), so the feasible set is a prefix.
+            const int64_t feasible = largest_on_prefix([&](int64_t n) { return meets(at.at(n), targets); }, limit);
             std::vector<int64_t> tries = concurrency_candidates(c, limit);
             if (feasible > 0) tries.push_back(feasible);
             std::sort(tries.begin(), tries.end());
             tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
             for (const int64_t n : tries) {
-                ServeHit h{p, with_energy(c.system, p, serve_at(c, p, n))};
+                ServeHit h{p, with_energy(c.system, p, at.at(n))};
                 ++r.points;
                 if (n <= feasible && meets(h.point, targets)) r.best.push_back(h);
                 all.push_back(h);
@@ -138,14 +135,15 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
     std::vector<ServeHit> out;
     for (const int64_t g : instance_sizes(gpus))
         for (const ParallelConfig& p : serving_layouts(c, g)) {
-            const int64_t limit = max_concurrency_that_fits(c, p, role);
+            LayoutPoints at(c, p, role);
+            const int64_t limit = at.limit();
             if (limit == 0) continue;
             auto ok = [&](const ServingPoint& pt) {
                 return pt.fits_in_memory && (role == ServeRole::prefill ? t.ttft_s <= 0 || pt.ttft_s <= t.ttft_s
                                                                         : t.tpot_s <= 0 || pt.tpot_s <= t.tpot_s);
             };
             std::vector<int64_t> tries = concurrency_candidates(c, limit, role);
-            tries.push_back(largest_on_prefix([&](int64_t n) { return ok(serve_at(c, p, n, role)); }, limit));
+            tries.push_back(largest_on_prefix([&](int64_t n) { return ok(at.at(n)); }, limit));
             if (t.ttft_s > 0) {
                 // The TTFT left after each partner's cache transfer; partners of one shape share
                 // a transfer time, so each distinct budget is bisected once.
@@ -155,13 +153,13 @@ std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole
                 std::sort(budgets.begin(), budgets.end());
                 budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
                 for (const double budget : budgets)
-                    tries.push_back(largest_on_prefix([&](int64_t n) { return serve_at(c, p, n, role).ttft_s <= budget; }, limit));
+                    tries.push_back(largest_on_prefix([&](int64_t n) { return at.at(n).ttft_s <= budget; }, limit));
             }
             std::sort(tries.begin(), tries.end());
             tries.erase(std::unique(tries.begin(), tries.end()), tries.end());
             for (const int64_t n : tries) {
                 if (n < 1) continue;
-                ServeHit h{p, with_energy(c.system, p, serve_at(c, p, n, role))};
+                ServeHit h{p, with_energy(c.system, p, at.at(n))};
                 if (ok(h.point)) out.push_back(h);
             }
         }
