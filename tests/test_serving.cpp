@@ -340,6 +340,12 @@ TEST(Serving, PipelineStagesSplitTheRequestsIntoMicroBatches) {
     EXPECT_EQ(r.gpus, 2);
 }
 
+// Whether n requests' memory fits the pool, as serving_memory states it (1 layout: tp = pp = 1).
+bool cache_fits_at(const InferContext& c, int64_t n, ServeRole role) {
+    const InferMemory mem = serving_memory(c, ParallelConfig{}, n, role);
+    return mem.kv_cache_bytes <= c.inference.kv_cache_memory_fraction * (c.system.accel.memory_bytes - (mem.peak_bytes_per_gpu - mem.kv_cache_bytes));
+}
+
 TEST(Serving, MaxConcurrencyIsTheLastThatFits) {
     // 4 MB of HBM, no framework allowance: the toy model's weights take a few hundred kB, and
     // each request's cache adds 32 kB, so the limit is set by the cache.
@@ -378,6 +384,31 @@ TEST(Serving, LayoutPointsAreServeAtOnceEach) {
                 EXPECT_EQ(kept.fits_in_memory, alone.fits_in_memory);
             }
         }
+}
+
+// Long prompts, short chunks: each request's cache (4,096 + 64 tokens, 266 kB) dwarfs a step's
+// activations, so the limit sits at or next to what the cache alone allows. Whatever the
+// capacity around it, the limit is the last concurrency a scan from 1 finds fitting.
+TEST(Serving, MaxConcurrencyIsTheLastThatFitsWhereTheCacheBinds) {
+    const ModelSpec m = testing::tiny_llama(2);
+    InferenceSpec w = toy_serving_workload();
+    w.input_len = 4096;
+    w.output_len = 64;
+    const InferContext probe{m, round_system_with(1e12), w};
+    for (const ServeRole role : {ServeRole::both, ServeRole::prefill, ServeRole::decode}) {
+        const InferMemory one = serving_memory(probe, ParallelConfig{}, 1, role);
+        const double fixed = one.weights_bytes + one.overhead_bytes, cache = one.kv_cache_bytes;
+        for (const double requests : {1.0, 2.0, 5.0, 5.5, 6.0 - 1e-9, 17.0, 17.999})
+            for (const double fraction : {1.0, 0.5}) {
+                w.kv_cache_memory_fraction = fraction;
+                const double hbm = fixed + requests * cache / fraction;
+                const InferContext c{m, round_system_with(hbm), w};
+                int64_t scan = 0;
+                while (cache_fits_at(c, scan + 1, role)) ++scan;
+                EXPECT_EQ(max_concurrency_that_fits(c, ParallelConfig{}, role), scan) << requests << " " << fraction;
+                EXPECT_LE(scan, static_cast<int64_t>(requests));
+            }
+    }
 }
 
 TEST(Serving, HbmFilledExactlyStillFits) {

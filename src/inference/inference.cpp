@@ -67,9 +67,11 @@ LayerOps block_ops(const ModelSpec& m, const LayerShape& layer, LayerKind k, std
     if (cores.empty()) return ops;
     const auto per_group = [](const Op& o) { return o.attention_core || o.core_projection; };
     std::erase_if(ops.ops, per_group);
+    LayerOps group;  // each group's attention ops in turn, in one storage
     for (const LayerShape& g : cores) {
         if (!(g.batch * g.q_len > 0)) continue;
-        for (const Op& o : attention_ops(m, g, k).ops)
+        attention_ops(group, m, g, k);
+        for (const Op& o : group.ops)
             if (per_group(o)) ops.ops.push_back(o);
     }
     return ops;

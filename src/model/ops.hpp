@@ -125,6 +125,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
 // block without attention): a step's attention cores are costed per group of sequences, the
 // rest of the block once for all its tokens.
 LayerOps attention_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind);
+void attention_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind);  // into out's storage
 void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s);
 void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss);
 
