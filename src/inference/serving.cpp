@@ -322,14 +322,15 @@ double finite_run_s(const InferContext& c, const ParallelConfig& p, int64_t conc
 }
 
 std::optional<ServingPoint> max_throughput(const InferContext& c, const ParallelConfig& p) {
-    const int64_t limit = max_concurrency_that_fits(c, p);
+    LayoutPoints at(c, p);
+    const int64_t limit = at.limit();
     if (limit == 0) return std::nullopt;
     const InferenceSpec& s = c.inference;
     // A finite run's requests are dealt to the dp replicas alike.
     const int64_t per_replica = (s.num_requests + p.dp - 1) / p.dp;
     std::optional<ServingPoint> best;
     for (const int64_t n : concurrency_candidates(c, limit)) {
-        ServingPoint pt = with_energy(c.system, p, serve_at(c, p, n));  // per request of the steady state
+        ServingPoint pt = with_energy(c.system, p, at.at(n));  // per request of the steady state
         if (per_replica > 0) {
             pt.run_s = finite_run_s(c, p, n, per_replica);
             pt.requests_per_s = as_d(s.num_requests) / pt.run_s;  // the run ends with its fullest replica
