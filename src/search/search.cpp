@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -50,7 +51,7 @@ struct Shape {
     int64_t tp, tp_rows, cp, ep, pp, dp;
     size_t vp_begin{}, vp_count{};           // into Plan::vps: (vp, split) pairs
     int64_t max_vp{};                        // the largest of them
-    size_t place_begin{}, place_count{};     // into Plan::places: the rank orders kept
+    size_t place_begin{}, place_count{};     // into Plan::orders: the rank orders kept
     std::array<double, 4> static_bytes{};    // memory lower bound per ZeRO stage
 };
 
@@ -75,7 +76,7 @@ struct Task {
     size_t shape_begin, shape_end;
     bool sp;
     std::array<bool, 3> recompute;      // by Recompute value: the modes searched
-    std::vector<int64_t> microbatches;  // largest first: the layer keys of the family
+    std::vector<bool> microbatches;     // by index into Plan::microbatches: the layer keys of the family
     CpKind cp_kind;
     int64_t layouts;
 };
@@ -88,7 +89,8 @@ struct Interleave {
 struct Plan {
     std::vector<Shape> shapes;
     std::vector<Interleave> vps;
-    std::vector<Placement> places;
+    std::vector<RankOrder> orders;  // placed when a task runs (place_shape): a plan keeps few bytes per layout shape
+    std::vector<int64_t> microbatches;  // every divisor of the global batch, largest first
     std::vector<int64_t> zeros;
     std::vector<Task> tasks;
     int64_t candidates = 0, pruned_domain = 0;
@@ -136,13 +138,26 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
     return assemble_step(c, p, LayerCosts{}, params, CommSpans{}).memory.peak_bytes_per_gpu;
 }
 
+// Where shape s with rank order o puts every group.
+Placement place_shape(const TrainContext& c, const Shape& s, RankOrder o) {
+    ParallelConfig q;
+    set_degrees(q, s);
+    q.order = o;
+    const CommSpans spans = place_groups(q, c.system);
+    return {o, spans,
+            {spans.span[idx(CommGroup::tp)], spans.span[idx(CommGroup::cp)], spans.span[idx(CommGroup::ep)],
+             spans.span[idx(CommGroup::tp_rows)]}};
+}
+
 // The rank orders of shape s that place some group differently from every order before them.
 void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& plan, Shape& s) {
-    s.place_begin = plan.places.size();
+    s.place_begin = plan.orders.size();
     ParallelConfig q;
     set_degrees(q, s);
     std::array<RankStrides, std::size(kRankOrders)> tried{};  // the strides of the orders already placed
     size_t n_tried = 0;
+    std::array<CommSpans, std::size(kRankOrders)> kept{};  // the spans of the orders kept
+    size_t n_kept = 0;
     for (RankOrder o : kRankOrders) {
         if (f.order && *f.order != o) continue;
         q.order = o;
@@ -153,15 +168,12 @@ void add_placements(const TrainContext& c, const LayoutConstraints& f, Plan& pla
         if (std::any_of(tried.begin(), tried.begin() + static_cast<std::ptrdiff_t>(n_tried), same_strides)) continue;
         tried[n_tried++] = st;
         const CommSpans spans = place_groups(q, c.system);
-        bool seen = false;
-        for (size_t i = s.place_begin; i < plan.places.size() && !seen; ++i) seen = same_spans(plan.places[i].spans, spans);
-        if (seen) continue;
-        plan.places.push_back(
-            {o, spans,
-             {spans.span[idx(CommGroup::tp)], spans.span[idx(CommGroup::cp)], spans.span[idx(CommGroup::ep)],
-              spans.span[idx(CommGroup::tp_rows)]}});
+        const auto same = [&spans](const CommSpans& k) { return same_spans(k, spans); };
+        if (std::any_of(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(n_kept), same)) continue;
+        kept[n_kept++] = spans;
+        plan.orders.push_back(o);
     }
-    s.place_count = plan.places.size() - s.place_begin;
+    s.place_count = plan.orders.size() - s.place_begin;
 }
 
 }  // namespace
@@ -189,6 +201,35 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
         size_t begin, end;
     };
     std::vector<Group> groups;
+    // The interleavings of a pipeline depth, listed once and shared by every shape of that depth:
+    // each (vp, split) depends on pp alone.
+    struct Depth {
+        size_t begin, count;
+        int64_t max_vp;
+    };
+    std::map<int64_t, Depth> depths;
+    const auto interleavings = [&](int64_t pp) -> const Depth& {
+        if (const auto it = depths.find(pp); it != depths.end()) return it->second;
+        // Every interleaving the model admits, each with its split: the named one, or what
+        // `auto` gives (even, else Megatron's embedding/loss accounting, else DeepSpeed's uniform
+        // split).
+        Depth d{plan.vps.size(), 0, 0};
+        ParallelConfig q;
+        hold_split(q, f);
+        q.pp = pp;
+        for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
+            if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
+            q.vp = vp;
+            q.split = f.split ? *f.split : default_split(m.layers, q);
+            if (split_layers(m.layers, q).ok()) {
+                plan.vps.push_back({vp, q.split});
+                d.max_vp = vp;
+            }
+            if (pp == 1) break;
+        }
+        d.count = plan.vps.size() - d.begin;
+        return depths.emplace(pp, d).first->second;
+    };
     for (int64_t tp : divisors(n)) {
         if (!allowed(f.tp, tp)) continue;
         for (int64_t cp : divisors(n / tp)) {
@@ -204,25 +245,10 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                         const int64_t dp = n / (tp * cp * pp);
                         if (!allowed(f.pp, pp) || !allowed(f.dp, dp) || pp > m.layers + 2 || gb % dp != 0) continue;
                         if ((dp * cp) % ep != 0) continue;
-                        Shape s{.tp = tp, .tp_rows = rows, .cp = cp, .ep = ep, .pp = pp, .dp = dp, .vp_begin = plan.vps.size()};
-                        // Every interleaving the model admits, each with its split: the named one, or
-                        // what `auto` gives (even, else Megatron's embedding/loss accounting, else
-                        // DeepSpeed's uniform split).
-                        ParallelConfig q;
-                        hold_split(q, f);
-                        q.pp = pp;
-                        for (int64_t vp = 1; vp == 1 || pp * vp <= m.layers + 2; ++vp) {
-                            if (!allowed(f.vp, vp) || (vp > 1 && pp == 1)) continue;
-                            q.vp = vp;
-                            q.split = f.split ? *f.split : default_split(m.layers, q);
-                            if (split_layers(m.layers, q).ok()) {
-                                plan.vps.push_back({vp, q.split});
-                                s.max_vp = vp;
-                            }
-                            if (pp == 1) break;
-                        }
-                        s.vp_count = plan.vps.size() - s.vp_begin;
-                        if (s.vp_count == 0) continue;
+                        const Depth& depth = interleavings(pp);
+                        if (depth.count == 0) continue;
+                        Shape s{.tp = tp, .tp_rows = rows, .cp = cp, .ep = ep, .pp = pp, .dp = dp,
+                                .vp_begin = depth.begin, .vp_count = depth.count, .max_vp = depth.max_vp};
                         add_placements(c, f, plan, s);
                         // A lower bound over the shape's splits: the smallest of theirs. A GPU's
                         // layers under one split do not depend on vp (L/pp even, (L+2)/pp - 1 at the
@@ -248,8 +274,9 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     }
 
     // Largest first: within a family the larger micro-batches bound the smaller ones (run_task).
-    std::vector<int64_t> microbatches = divisors(gb);
-    std::reverse(microbatches.begin(), microbatches.end());
+    plan.microbatches = divisors(gb);
+    std::reverse(plan.microbatches.begin(), plan.microbatches.end());
+    const std::vector<int64_t>& microbatches = plan.microbatches;
     const auto n_zero = static_cast<int64_t>(plan.zeros.size());
     for (const Group& g : groups) {
         const int64_t tp = plan.shapes[g.begin].tp, cp = plan.shapes[g.begin].cp;
@@ -265,15 +292,16 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
             const auto n_modes = static_cast<int64_t>(std::count(modes.begin(), modes.end(), true));
             for (CpKind kind : kCpKinds) {
                 if (!cp_kind_allowed(m, f, tp / rows, cp, kind)) continue;
-                Task t{g.begin, g.end, sp, modes, {}, kind, 0};
-                for (const int64_t mb : microbatches) {
+                Task t{g.begin, g.end, sp, modes, std::vector<bool>(microbatches.size()), kind, 0};
+                for (size_t k = 0; k < microbatches.size(); ++k) {
+                    const int64_t mb = microbatches[k];
                     if (!allowed(f.microbatch, mb)) continue;
                     int64_t layouts = 0;
                     for (size_t i = g.begin; i < g.end; ++i)
                         if (admits(plan.shapes[i], gb, mb))
                             layouts += n_modes * n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
                     if (layouts == 0) continue;
-                    t.microbatches.push_back(mb);
+                    t.microbatches[k] = true;
                     t.layouts += layouts;
                 }
                 if (t.layouts == 0) continue;
@@ -337,6 +365,7 @@ struct alignas(64) Worker {
     SpanCache<LayerCosts> costs;  // of the current layer key and recompute mode
     SpanCache<LayerComms> comms;  // of the current layer key, for every recompute mode
     LayerOpSet ops;               // the current layer key's op lists and op costs (storage reused)
+    std::vector<Placement> places;  // the current task's, by Plan::orders index less its first
     SearchStats stats;
     std::atomic<int64_t> done{0};
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
@@ -428,7 +457,16 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     // By recompute mode, the tensor-array time per sample of the smallest micro-batch of this
     // family whose ops were built (0: none yet): no smaller micro-batch needs less per sample.
     std::array<double, 3> tensor_per_sample{};
-    for (const int64_t mb : task.microbatches) {
+    // The task's placements, each shape's orders placed once.
+    const size_t first_place = first.place_begin;
+    w.places.clear();
+    for (size_t i = task.shape_begin; i < task.shape_end; ++i) {
+        const Shape& s = plan.shapes[i];
+        for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) w.places.push_back(place_shape(c, s, plan.orders[pl]));
+    }
+    for (size_t k = 0; k < plan.microbatches.size(); ++k) {
+        if (!task.microbatches[k]) continue;
+        const int64_t mb = plan.microbatches[k];
         p.microbatch = mb;
         w.comms.clear();
         bool ops_built = false;  // w.ops holds this key's op lists and op costs, built at first need
@@ -479,50 +517,53 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 });
                 const LayerCompute* key = some_zero_fits ? &computed() : nullptr;
                 for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl)
-                    run_placement(t, s, plan.places[pl], key, p);
+                    run_placement(t, s, w.places[pl - first_place], key, p);
             }
         }
     }
 }
 
-// The placement that runs layout p in this plan's space, or nullptr when the space lacks p (another
-// GPU count or constraint, a tp the domain rule cuts, a micro-batch the batch does not admit).
-// The layout is rebuilt from the plan's entries as run_task builds it and must equal p.
-const Placement* placement_of(const Plan& plan, const LayoutConstraints& f, int64_t global_batch, const ParallelConfig& p) {
-    if (std::find(plan.zeros.begin(), plan.zeros.end(), p.zero) == plan.zeros.end()) return nullptr;
+// The shape and rank order that run layout p in this plan's space, or nullopt when the space
+// lacks p (another GPU count or constraint, a tp the domain rule cuts, a micro-batch the batch
+// does not admit). The layout is rebuilt from the plan's entries as run_task builds it and must
+// equal p.
+std::optional<std::pair<const Shape*, RankOrder>> placement_of(const Plan& plan, const LayoutConstraints& f, int64_t global_batch,
+                                                               const ParallelConfig& p) {
+    if (std::find(plan.zeros.begin(), plan.zeros.end(), p.zero) == plan.zeros.end()) return std::nullopt;
+    const auto mb = std::find(plan.microbatches.begin(), plan.microbatches.end(), p.microbatch);
+    if (mb == plan.microbatches.end()) return std::nullopt;
+    const auto k = static_cast<size_t>(mb - plan.microbatches.begin());
     for (const Task& t : plan.tasks) {
-        if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind) continue;
+        if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind || !t.microbatches[k]) continue;
         if (!t.recompute.at(static_cast<size_t>(p.recompute))) continue;
-        if (std::find(t.microbatches.begin(), t.microbatches.end(), p.microbatch) == t.microbatches.end()) continue;
         for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
             const Shape& s = plan.shapes[i];
             if (s.tp != p.tp || s.tp_rows != p.tp_rows || s.cp != p.cp || s.ep != p.ep || s.pp != p.pp) continue;
-            if (!admits(s, global_batch, p.microbatch)) return nullptr;
+            if (!admits(s, global_batch, p.microbatch)) return std::nullopt;
             const auto vps = plan.vps.begin() + static_cast<std::ptrdiff_t>(s.vp_begin);
             const auto iv = std::find_if(vps, vps + static_cast<std::ptrdiff_t>(s.vp_count),
                                          [&](const Interleave& v) { return v.vp == p.vp && v.split == p.split; });
-            if (iv == vps + static_cast<std::ptrdiff_t>(s.vp_count)) return nullptr;
-            for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) {
-                const Placement& place = plan.places[pl];
-                if (place.order != p.order) continue;
-                ParallelConfig q;
-                hold_split(q, f);
-                q.sequence_parallel = t.sp;
-                q.cp_kind = t.cp_kind;
-                q.offload = f.offload;
-                q.microbatch = p.microbatch;
-                q.recompute = p.recompute;
-                set_degrees(q, s);
-                q.order = place.order;
-                q.zero = p.zero;
-                q.vp = iv->vp;
-                q.split = iv->split;
-                return q == p ? &place : nullptr;
-            }
-            return nullptr;
+            if (iv == vps + static_cast<std::ptrdiff_t>(s.vp_count)) return std::nullopt;
+            const auto orders = plan.orders.begin() + static_cast<std::ptrdiff_t>(s.place_begin);
+            if (std::find(orders, orders + static_cast<std::ptrdiff_t>(s.place_count), p.order) == orders + static_cast<std::ptrdiff_t>(s.place_count))
+                return std::nullopt;
+            ParallelConfig q;
+            hold_split(q, f);
+            q.sequence_parallel = t.sp;
+            q.cp_kind = t.cp_kind;
+            q.offload = f.offload;
+            q.microbatch = p.microbatch;
+            q.recompute = p.recompute;
+            set_degrees(q, s);
+            q.order = p.order;
+            q.zero = p.zero;
+            q.vp = iv->vp;
+            q.split = iv->split;
+            if (!(q == p)) return std::nullopt;
+            return std::pair{&s, p.order};
         }
     }
-    return nullptr;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -671,13 +712,14 @@ int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed,
 std::optional<SearchHit> cost_in_space(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
                                        const ParallelConfig& p) {
     const std::shared_ptr<const Plan> plan = planned(c, fixed, o);
-    const Placement* place = placement_of(*plan, fixed, c.training.global_batch, p);
-    if (!place) return std::nullopt;
+    const auto at = placement_of(*plan, fixed, c.training.global_batch, p);
+    if (!at) return std::nullopt;
+    const Placement place = place_shape(c, *at->first, at->second);
     // The steps of run_task and run_placement: what they read of p is what p holds here.
     const LayerOpSet ops = layer_op_set(c, p);
     const LayerCompute compute = compute_layers(c, ops, p.recompute);
-    const LayerCosts costs = cost_layers(c, p, place->layer, compute, layer_comms(c, ops, place->layer));
-    const TrainResult r = assemble_step(c, p, costs, plan->params, place->spans, stage_rates(c, plan->params, p, costs));
+    const LayerCosts costs = cost_layers(c, p, place.layer, compute, layer_comms(c, ops, place.layer));
+    const TrainResult r = assemble_step(c, p, costs, plan->params, place.spans, stage_rates(c, plan->params, p, costs));
     if (!r.fits_in_memory) return std::nullopt;
     return SearchHit{p, r, objective_score(o.objective, r)};
 }
