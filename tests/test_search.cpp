@@ -2,6 +2,8 @@
 // by one with evaluate_training, must give the same best layouts and the same counts.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <optional>
 #include <random>
 
@@ -324,6 +326,54 @@ TEST(Search, CostInSpaceIsWhatTheSearchReports) {
     ParallelConfig whole;  // 175 B parameters on every GPU: no room
     whole.dp = 512;
     EXPECT_FALSE(cost_in_space(c, {}, o, whole).has_value());
+}
+
+// Every layout of a small space (8 layers of Llama 2 7B at 4,096 tokens on 16 H100s: ZeRO
+// stages, micro-batches, rank orders, recompute modes, CP kinds, interleavings all vary) costed
+// alone is the search's own hit; one field moved outside the space (experts whole, offload, a
+// held first stage or micro-batch) is not in it.
+TEST(Search, CostInSpaceAgreesOnEveryLayoutOfASmallSpace) {
+    Json doc = doc_of(R"({"model": {"preset": "llama2-7b", "layers": 8, "seq_len": 4096}, "system": {"preset": "dgx-h100"},
+                          "training": {"global_batch": 16, "precision": "bf16"}})");
+    const Scenario s = scenario_of(doc, Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    SearchOptions o;
+    o.gpus = 16;
+    o.top_k = 30000;
+    const SearchResult r = search_layouts(c, {}, o);
+    ASSERT_EQ(static_cast<int64_t>(r.best.size()), r.stats.feasible);  // every feasible layout kept
+    PlanCache plans;  // one plan for the layouts costed alone
+    o.plans = &plans;
+    std::set<std::string> varied;
+    for (const SearchHit& h : r.best) {
+        const ParallelConfig& p = h.layout;
+        if (p.zero != 0) varied.insert("zero");
+        if (p.microbatch != 1) varied.insert("microbatch");
+        if (p.order != RankOrder::tp_cp_dp) varied.insert("order");
+        if (p.recompute != Recompute::none) varied.insert("recompute");
+        if (p.cp_kind != CpKind::ring) varied.insert("cp_kind");
+        if (p.sequence_parallel) varied.insert("sp");
+        if (p.vp != 1) varied.insert("vp");
+        if (p.split != PipelineSplit::even) varied.insert("split");
+        const auto again = cost_in_space(c, {}, o, p);
+        ASSERT_TRUE(again.has_value()) << parallel_json(p).dump();
+        EXPECT_EQ(parallel_json(again->layout), parallel_json(p));
+        EXPECT_EQ(again->score, h.score);
+        EXPECT_EQ(again->result.memory.peak_bytes_per_gpu, h.result.memory.peak_bytes_per_gpu);
+    }
+    EXPECT_EQ(varied.size(), 8u);
+    const ParallelConfig best = r.best.front().layout;
+    ParallelConfig whole = best, offload = best, first = best;
+    whole.etp = 1;
+    offload.offload = Offload::optimizer;
+    first.first_stage_layers = 1;
+    for (const ParallelConfig& p : {whole, offload, first}) EXPECT_FALSE(cost_in_space(c, {}, o, p).has_value()) << parallel_json(p).dump();
+    const auto other_mb = std::find_if(r.best.begin(), r.best.end(), [&](const SearchHit& h) { return h.layout.microbatch != best.microbatch; });
+    ASSERT_NE(other_mb, r.best.end());
+    LayoutConstraints held;
+    held.microbatch = best.microbatch;
+    EXPECT_TRUE(cost_in_space(c, held, o, best).has_value());
+    EXPECT_FALSE(cost_in_space(c, held, o, other_mb->layout).has_value());
 }
 
 // GPT-3 175B on 4,096 A100s: the best layouts re-evaluated one by one give the same numbers,

@@ -675,10 +675,11 @@ TEST(Study, TwinPointsSearchOnce) {
         R"(, "accelerator": {"memory_bytes": 30e9})",         // 3: a search of its own
         R"(, "accelerator": {"memory_bytes": 1e9})",          // 4: nothing fits
         R"(, "accelerator": {"memory_bytes": 1e9}, "energy": {"tdp_w": 500})",  // 5: twin of 4
+        R"(, "price_per_gpu_hour": 5)",                       // 6: twin of 0
     };
     std::vector<Json> docs;
     for (const auto& sys : systems) docs.push_back(Json::parse(base + sys + "}}"));
-    for (const char* host : {"2.5e11", "5e11"})  // 6, 7: offload reads the host tier
+    for (const char* host : {"2.5e11", "5e11"})  // 7, 8: offload reads the host tier
         docs.push_back(Json::parse(base + R"(, "host_memory": {"capacity_bytes": )" + host + R"(}}, "parallel": {"offload": "optimizer"}})"));
     StudyOptions o;
     o.mode = StudyMode::search;
@@ -686,7 +687,7 @@ TEST(Study, TwinPointsSearchOnce) {
     SearchMemo memo;
     o.searched = &memo;
     const auto out = evaluate_points(docs.size(), [&](size_t i) -> Expected<Json> { return docs[i]; }, o);
-    EXPECT_EQ(memo.searches(), 5u);  // 0, 3, 4, 6, 7
+    EXPECT_EQ(memo.searches(), 5u);  // 0, 3, 4, 7, 8
     StudyOptions alone = o;
     alone.searched = nullptr;
     for (size_t i = 0; i < docs.size(); ++i) {
@@ -695,8 +696,9 @@ TEST(Study, TwinPointsSearchOnce) {
         EXPECT_EQ(out[i].message, own.message) << i;
         EXPECT_EQ(out[i].result, own.result) << i;
     }
-    EXPECT_EQ(out[0].status, PointStatus::ok);
+    for (const size_t i : {0, 1, 2, 3, 6, 7, 8}) EXPECT_EQ(out[i].status, PointStatus::ok) << i << ": " << out[i].message;
     EXPECT_EQ(out[4].status, PointStatus::no_fit);
+    EXPECT_EQ(out[5].status, PointStatus::no_fit);
     EXPECT_NE(out[1].result.at("energy_per_step_j"), out[0].result.at("energy_per_step_j"));  // its own TDP
     EXPECT_EQ(out[1].result.at("parallel"), out[0].result.at("parallel"));
 

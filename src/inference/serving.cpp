@@ -128,21 +128,9 @@ double weights_bytes(const InferContext& c, const ParallelConfig& p) {
 ServingPoint serve_at(const InferContext& c, const ParallelConfig& p, int64_t concurrency, ServeRole role, double weights);
 
 int64_t max_concurrency_that_fits(const InferContext& c, const ParallelConfig& p, ServeRole role, double weights) {
-    // Memory grows with C (more caches, never fewer tokens per step): bisect, below what the
-    // caches alone allow. C requests hold C times one's cache (linear in the batch), which must
-    // fit in the pool's share of what the weights and the allowance leave (activations only take
-    // more); a relative 1e-9 and one more request cover the rounding of C times one.
-    const InferenceSpec& s = c.inference;
+    // Memory grows with C (more caches, never fewer tokens per step): bisect.
     auto fits = [&](int64_t n) { return cache_fits(c, serving_memory(c, p, n, role, weights)); };
-    InferenceSpec one = s;
-    one.batch = 1;
-    const double per_request = kv_cache_bytes_per_gpu(c.model, p, one, kv_tokens_per_request(s, role));
-    const double room = s.kv_cache_memory_fraction * (c.system.accel.memory_bytes - weights - s.framework_overhead_bytes);
-    constexpr int64_t kMost = int64_t{1} << 24;
-    int64_t limit = kMost;
-    if (per_request > 0 && room / per_request < as_d(kMost))
-        limit = std::max<int64_t>(1, static_cast<int64_t>(std::floor(room / per_request * (1 + 1e-9))) + 1);
-    return largest_on_prefix(fits, limit);
+    return largest_on_prefix(fits, int64_t{1} << 24);
 }
 
 }  // namespace

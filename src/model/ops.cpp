@@ -731,7 +731,6 @@ LayerOps attention_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) 
 
 void attention_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     reset(out);
-    out.ops.reserve(16);
     if (kind == LayerKind::mamba || kind == LayerKind::mlp) return;
     const Dims d = dims(m, s);
     // A hybrid model's attention block is multi-head (layer_ops); the others follow the model.
@@ -788,7 +787,6 @@ void regression_head(LayerOps& out, const ModelSpec& m, const LayerShape& s, con
 
 void embedding_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s) {
     reset(out);
-    out.ops.reserve(8);  // a few ops: grown once
     const Dims d = dims(m, s);
     if (m.kind == ModelKind::vit) {
         patch_embedding(out, m, s, d);
@@ -870,7 +868,6 @@ void mtp_modules(LayerOps& out, const ModelSpec& m, const LayerShape& s, const D
 
 void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_loss) {
     reset(out);
-    out.ops.reserve(8);
     const Dims d = dims(m, s);
     if (m.kind == ModelKind::vit) {
         final_norm(out, "final_norm", m, s, d);

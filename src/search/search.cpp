@@ -529,38 +529,38 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
 // equal p.
 std::optional<std::pair<const Shape*, RankOrder>> placement_of(const Plan& plan, const LayoutConstraints& f, int64_t global_batch,
                                                                const ParallelConfig& p) {
-    if (std::find(plan.zeros.begin(), plan.zeros.end(), p.zero) == plan.zeros.end()) return std::nullopt;
+    const auto zero = std::find(plan.zeros.begin(), plan.zeros.end(), p.zero);
     const auto mb = std::find(plan.microbatches.begin(), plan.microbatches.end(), p.microbatch);
-    if (mb == plan.microbatches.end()) return std::nullopt;
+    if (zero == plan.zeros.end() || mb == plan.microbatches.end()) return std::nullopt;
     const auto k = static_cast<size_t>(mb - plan.microbatches.begin());
     for (const Task& t : plan.tasks) {
-        if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind || !t.microbatches[k]) continue;
-        if (!t.recompute.at(static_cast<size_t>(p.recompute))) continue;
+        if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind || !t.microbatches[k] || !t.recompute.at(static_cast<size_t>(p.recompute)))
+            continue;
         for (size_t i = t.shape_begin; i < t.shape_end; ++i) {
             const Shape& s = plan.shapes[i];
             if (s.tp != p.tp || s.tp_rows != p.tp_rows || s.cp != p.cp || s.ep != p.ep || s.pp != p.pp) continue;
-            if (!admits(s, global_batch, p.microbatch)) return std::nullopt;
             const auto vps = plan.vps.begin() + static_cast<std::ptrdiff_t>(s.vp_begin);
             const auto iv = std::find_if(vps, vps + static_cast<std::ptrdiff_t>(s.vp_count),
                                          [&](const Interleave& v) { return v.vp == p.vp && v.split == p.split; });
-            if (iv == vps + static_cast<std::ptrdiff_t>(s.vp_count)) return std::nullopt;
             const auto orders = plan.orders.begin() + static_cast<std::ptrdiff_t>(s.place_begin);
-            if (std::find(orders, orders + static_cast<std::ptrdiff_t>(s.place_count), p.order) == orders + static_cast<std::ptrdiff_t>(s.place_count))
+            const auto order = std::find(orders, orders + static_cast<std::ptrdiff_t>(s.place_count), p.order);
+            if (!admits(s, global_batch, p.microbatch) || iv == vps + static_cast<std::ptrdiff_t>(s.vp_count) ||
+                order == orders + static_cast<std::ptrdiff_t>(s.place_count))
                 return std::nullopt;
-            ParallelConfig q;
+            ParallelConfig q;  // what run_task builds from these entries
             hold_split(q, f);
             q.sequence_parallel = t.sp;
             q.cp_kind = t.cp_kind;
             q.offload = f.offload;
-            q.microbatch = p.microbatch;
+            q.microbatch = *mb;
             q.recompute = p.recompute;
             set_degrees(q, s);
-            q.order = p.order;
-            q.zero = p.zero;
+            q.order = *order;
+            q.zero = *zero;
             q.vp = iv->vp;
             q.split = iv->split;
             if (!(q == p)) return std::nullopt;
-            return std::pair{&s, p.order};
+            return std::pair{&s, *order};
         }
     }
     return std::nullopt;

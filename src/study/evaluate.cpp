@@ -107,8 +107,7 @@ PointOutcome finish(Json result, const StudyOptions& o) {
 // wins: ranked by step time (or its orders), energy figures and price do not; without offload
 // the host tier does not.
 std::string search_key(Json doc, const Scenario& s, const SearchOptions& so) {
-    if (doc.contains("system") && doc["system"].is_object()) {
-        Json& sys = doc["system"];
+    if (Json& sys = doc["system"]; sys.is_object()) {
         if (so.objective != Objective::energy) sys.erase("energy");
         if (so.objective != Objective::cost) sys.erase("price_per_gpu_hour");
         if (s.parallel.offload == Offload::none) sys.erase("host_memory");
