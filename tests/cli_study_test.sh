@@ -120,6 +120,16 @@ p=math.prod(f['speedup'] for f in d['factors']); assert abs(p/d['ratio']-1) < 1e
 assert abs(d['ratio'] - d['from_value']/d['to_value']) < 1e-9*d['ratio']
 names=[f['name'] for f in d['factors']]; assert 'HBM bandwidth' in names and 'matrix peak' in names, names"
 run attribute "$T" --to "$TMP/h100.json" && expect "waterfall total row" grep -q '^  total ' "$TMP/o"
+# Sampled: the factors still multiply to the ratio (every order's contributions sum to it), each
+# with a 95% interval around its speedup; fewer subsets than the exact 2^groups.
+run attribute "$T" --to "$TMP/h100.json" --samples 3 --format json &&
+    expect "sampled attribution" python3 -c "
+import json,math; d=json.load(open('$TMP/o'))
+p=math.prod(f['speedup'] for f in d['factors']); assert abs(p/d['ratio']-1) < 1e-9, (p, d['ratio'])
+assert d['orders'] == 3 and d['subsets'] <= min(2**len(d['factors']), 1 + len(d['factors']) + 3*len(d['factors'])), d['subsets']
+assert all(f['speedup_low'] <= f['speedup'] <= f['speedup_high'] for f in d['factors'])"
+refuse "--samples" attribute "$T" --to "$TMP/h100.json" --samples 1
+refuse "--samples" attribute "$T" --to "$TMP/h100.json" --samples 100001
 
 # --- sensitivity: ranked, every system figure ---
 run sensitivity "$T" --format json &&

@@ -2,8 +2,10 @@
 // the results carry (resolved scenarios, modified presets). Expectations are worked by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -238,6 +240,99 @@ TEST(Shapley, ThreePlayersWithAnInteraction) {
     EXPECT_NEAR(phi[0], 0.9, 1e-12);
     EXPECT_NEAR(phi[1], 0.0, 1e-12);
     EXPECT_NEAR(phi[2], 1.3, 1e-12);
+}
+
+// Orders are permutations, fixed by the seed; the masks are every prefix of every order, the
+// empty and full coalitions and every player alone, ascending and once each.
+TEST(SampledShapley, OrdersAndTheirCoalitions) {
+    const auto orders = shapley_orders(6, 50, 1);
+    ASSERT_EQ(orders.size(), 50u);
+    std::set<std::vector<size_t>> distinct;
+    for (const auto& order : orders) {
+        std::vector<size_t> sorted = order;
+        std::sort(sorted.begin(), sorted.end());
+        EXPECT_EQ(sorted, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+        distinct.insert(order);
+    }
+    EXPECT_GT(distinct.size(), 40u);  // 50 draws from 720 orders: few repeats
+    // Uniform over the orders: 6,000 orders of three players hold each of the six about 1,000
+    // times (binomial deviation 29; 150 is five of them).
+    std::map<std::vector<size_t>, int> seen;
+    for (const auto& order : shapley_orders(3, 6000, 7)) ++seen[order];
+    EXPECT_EQ(seen.size(), 6u);
+    for (const auto& [order, count] : seen) EXPECT_NEAR(count, 1000, 150);
+    EXPECT_EQ(shapley_orders(6, 50, 1), orders);
+    EXPECT_NE(shapley_orders(6, 50, 2), orders);
+    // Players {0, 1, 2}, the order (2, 0, 1): {}, {2}, {0, 2}, {0, 1, 2}, and {0}, {1} alone.
+    EXPECT_EQ(sampled_masks(3, {{2, 0, 1}}), (std::vector<uint64_t>{0, 1, 2, 4, 5, 7}));
+}
+
+// Two players, v({}) 0, v({0}) 1, v({1}) 2, v({0, 1}) 5. Order (0, 1): 0 adds 1, 1 adds 4; order
+// (1, 0): 1 adds 2, 0 adds 3. Both orders: phi = (2, 3), the exact Shapley values; each player's
+// two contributions differ by 2, so its deviation is sqrt(2) and the standard error 1.
+TEST(SampledShapley, TwoPlayersByHand) {
+    const double v[] = {0, 1, 2, 5};
+    const auto game = [&](uint64_t m) { return v[m]; };
+    const ShapleyEstimate both = sampled_shapley(2, {{0, 1}, {1, 0}}, game);
+    EXPECT_DOUBLE_EQ(both.value[0], 2);
+    EXPECT_DOUBLE_EQ(both.value[1], 3);
+    EXPECT_DOUBLE_EQ(both.standard_error[0], 1);
+    EXPECT_DOUBLE_EQ(both.standard_error[1], 1);
+    const ShapleyEstimate one = sampled_shapley(2, {{1, 0}}, game);  // one order: no spread to estimate
+    EXPECT_DOUBLE_EQ(one.value[0], 3);
+    EXPECT_DOUBLE_EQ(one.value[1], 2);
+    EXPECT_EQ(one.standard_error[0], 0);
+    // An additive game: every order gives each player its own weight, with no error.
+    const ShapleyEstimate add = sampled_shapley(3, shapley_orders(3, 7, 3), [](uint64_t m) { return 1.0 * (m & 1) + 2.0 * (m >> 1 & 1) + 4.0 * (m >> 2 & 1); });
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_DOUBLE_EQ(add.value[i], static_cast<double>(1u << i));
+        EXPECT_NEAR(add.standard_error[i], 0, 1e-12);
+    }
+}
+
+// A random game of 8 players: the estimates sum to v(all) - v(none) exactly, and over 4,000
+// orders each lies within four standard errors of the exact value (the errors themselves small).
+TEST(SampledShapley, EfficientAndNearTheExactValues) {
+    const size_t n = 8;
+    std::vector<double> v(size_t{1} << n);
+    uint64_t x = 12345;
+    for (double& value : v) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        value = static_cast<double>(x >> 11) / 9007199254740992.0 * 10.0;
+    }
+    const auto exact = shapley_values(n, v);
+    const ShapleyEstimate e = sampled_shapley(n, shapley_orders(n, 4000, 1), [&](uint64_t m) { return v[m]; });
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+        sum += e.value[i];
+        EXPECT_GT(e.standard_error[i], 0);
+        EXPECT_LT(e.standard_error[i], 0.2);
+        EXPECT_LE(std::abs(e.value[i] - exact[i]), 4 * e.standard_error[i]) << i;
+    }
+    EXPECT_NEAR(sum, v.back() - v.front(), 1e-9);
+}
+
+// Every order of three groups once: the estimate is the exact attribution, its intervals around it.
+TEST(SampledShapley, EveryOrderOnceIsTheExactAttribution) {
+    const std::vector<FactorGroup> groups{{"a", {"x"}}, {"b", {"y"}}, {"c", {"z"}}};
+    const std::vector<double> times{8, 4, 5, 2, 6, 3, 3.5, 1};  // step times by mask: lower is better
+    const StudyObjective o{"step_time_s", true};
+    const std::vector<std::vector<size_t>> all{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    const Attribution exact = attribution_from(groups, times, o);
+    const Attribution sampled = attribution_sampled(groups, all, [&](uint64_t m) { return times[m]; }, o);
+    EXPECT_EQ(sampled.orders, 6u);
+    EXPECT_EQ(sampled.subsets, 8u);
+    EXPECT_EQ(exact.orders, 0u);
+    EXPECT_DOUBLE_EQ(sampled.ratio, 8.0);
+    for (size_t g = 0; g < 3; ++g) {
+        EXPECT_NEAR(sampled.factors[g].speedup, exact.factors[g].speedup, 1e-12) << g;
+        EXPECT_DOUBLE_EQ(sampled.factors[g].alone, exact.factors[g].alone);
+        EXPECT_LT(sampled.factors[g].speedup_low, sampled.factors[g].speedup);
+        EXPECT_GT(sampled.factors[g].speedup_high, sampled.factors[g].speedup);
+        // The interval is exp(phi -+ 1.96 SE): symmetric in log space.
+        EXPECT_NEAR(std::log(sampled.factors[g].speedup_high) + std::log(sampled.factors[g].speedup_low),
+                    2 * std::log(sampled.factors[g].speedup), 1e-12);
+    }
 }
 
 TEST(Shapley, ProductIsTheRatioAndOrderDoesNotMatter) {

@@ -1,5 +1,6 @@
 // `scalemodel attribute`: the ratio of an objective between two scenarios split among named
 // factor groups by Shapley values over every subset of the groups (src/study/attribute.hpp).
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -26,11 +27,15 @@ std::string subset_names(const std::vector<FactorGroup>& groups, uint64_t mask) 
 Runner add_attribute(CLI::App& app, const Io& io, const Cluster& cluster) {
     struct Opts : StudyArgs {
         std::string to;
+        int64_t samples = 0;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("attribute", "Split the speed-up from SCENARIO to another among its causes (Shapley values)");
     add_study_options(cmd, *o, {"train", "search"});
     cmd->add_option("--to", o->to, "the other scenario (JSON file); --set applies to SCENARIO only")->required();
+    cmd->add_option("--samples", o->samples,
+                    "estimate the Shapley values from N random orders of the groups (at most N x groups subsets, fixed seed) "
+                    "instead of every subset; each factor then carries a 95% interval");
     return [cmd, o, cluster, &io]() -> int {
         if (!cmd->parsed()) return -1;
         auto setup = setup_study(io, *o, cluster);
@@ -45,33 +50,44 @@ Runner add_attribute(CLI::App& app, const Io& io, const Cluster& cluster) {
         if (groups.size() > kMaxFactorGroups)
             return bad_input(io, {"--to", fmt::format("{} differing factor groups", groups.size()),
                               fmt::format("at most {} ({} subsets)", kMaxFactorGroups, uint64_t{1} << kMaxFactorGroups)});
-        const size_t n = size_t{1} << groups.size();
+        if (o->samples != 0 && (o->samples < 2 || o->samples > kMaxShapleyOrders))
+            return bad_input(io, {"--samples", std::to_string(o->samples), fmt::format("2 to {} random orders", kMaxShapleyOrders)});
+        // The subsets evaluated: every one, or those the sampled orders visit.
+        const std::vector<std::vector<size_t>> orders = shapley_orders(groups.size(), static_cast<size_t>(o->samples), kShapleySeed);
+        std::vector<uint64_t> masks;
+        if (o->samples > 0)
+            masks = sampled_masks(groups.size(), orders);
+        else
+            for (uint64_t m = 0; m < uint64_t{1} << groups.size(); ++m) masks.push_back(m);
+        const size_t n = masks.size();
         st.options.progress = study_progress(io, *o, cluster, "attribute");
         const auto start = std::chrono::steady_clock::now();
         std::vector<PointOutcome> out;
         {
             SigintGuard guard;
-            out = evaluate_points(n, [&](size_t mask) -> Expected<Json> { return subset_doc(from, to, groups, mask); }, st.options);
+            out = evaluate_points(n, [&](size_t i) -> Expected<Json> { return subset_doc(from, to, groups, masks[i]); }, st.options);
         }
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (cluster.rank != 0) return kExitOk;
         std::vector<double> values(n);
         size_t done = 0;
-        for (size_t mask = 0; mask < n; ++mask) done += out[mask].status != PointStatus::skipped;
+        for (size_t i = 0; i < n; ++i) done += out[i].status != PointStatus::skipped;
         if (done < n) {
             io.err << fmt::format("scalemodel: interrupted: {} of {} subsets finished; an attribution needs all of them\n", done, n);
             return kExitInterrupted;
         }
-        for (size_t mask = 0; mask < n; ++mask) {
-            const PointOutcome& p = out[mask];
+        for (size_t i = 0; i < n; ++i) {
+            const PointOutcome& p = out[i];
             if (p.status != PointStatus::ok || !(p.value > 0))
                 return bad_input(io, {"--to", quote_input(o->to),
                                   fmt::format("the subset {} of the factor groups does not evaluate ({}); attribution needs every "
                                               "combination to (try --mode search, or a layout valid on both systems)",
-                                              subset_names(groups, mask), p.message.empty() ? "objective not positive" : p.message)});
-            values[mask] = p.value;
+                                              subset_names(groups, masks[i]), p.message.empty() ? "objective not positive" : p.message)});
+            values[i] = p.value;
         }
-        const Attribution a = attribution_from(groups, values, st.options.objective);
+        const auto value = [&](uint64_t mask) { return values[static_cast<size_t>(std::lower_bound(masks.begin(), masks.end(), mask) - masks.begin())]; };
+        const Attribution a = o->samples > 0 ? attribution_sampled(groups, orders, value, st.options.objective)
+                                             : attribution_from(groups, values, st.options.objective);
         return emit_study(io, *o, cluster, attribution_json(a, st.header), attribution_text(a, st.header, scenario_title(other.value())),
                           attribution_csv(a), elapsed, n, n);
     };

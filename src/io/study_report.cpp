@@ -136,19 +136,31 @@ Json attribution_json(const Attribution& a, const StudyHeader& h) {
     doc["to_value"] = a.to_value;
     doc["ratio"] = a.ratio;
     doc["subsets"] = a.subsets;
+    if (a.orders > 0) doc["orders"] = a.orders;
     Json fs = Json::array();
-    for (const Factor& f : a.factors)
-        fs.push_back(Json{{"name", f.name}, {"speedup", f.speedup}, {"share", f.share}, {"alone", f.alone}, {"fields", f.fields}});
+    for (const Factor& f : a.factors) {
+        Json j{{"name", f.name}, {"speedup", f.speedup}, {"share", f.share}, {"alone", f.alone}, {"fields", f.fields}};
+        if (a.orders > 0) {
+            j["speedup_low"] = f.speedup_low;
+            j["speedup_high"] = f.speedup_high;
+        }
+        fs.push_back(std::move(j));
+    }
     doc["factors"] = std::move(fs);
     return doc;
 }
 
 std::string attribution_csv(const Attribution& a) {
-    std::string o = csv_line({"name", "speedup", "share", "alone", "fields"});
+    const bool sampled = a.orders > 0;
+    std::vector<std::string> head{"name", "speedup", "share", "alone", "fields"};
+    if (sampled) head.insert(head.begin() + 2, {"speedup_low", "speedup_high"});
+    std::string o = csv_line(head);
     for (const Factor& f : a.factors) {
         std::string fields;
         for (const std::string& p : f.fields) fields += (fields.empty() ? "" : " ") + p;
-        o += csv_line({csv_field(f.name), csv_number(f.speedup), csv_number(f.share), csv_number(f.alone), csv_field(fields)});
+        std::vector<std::string> row{csv_field(f.name), csv_number(f.speedup), csv_number(f.share), csv_number(f.alone), csv_field(fields)};
+        if (sampled) row.insert(row.begin() + 2, {csv_number(f.speedup_low), csv_number(f.speedup_high)});
+        o += csv_line(row);
     }
     return o;
 }
@@ -156,17 +168,23 @@ std::string attribution_csv(const Attribution& a) {
 std::string attribution_text(const Attribution& a, const StudyHeader& h, const std::string& to_title) {
     std::string o = header_text(h, "Attribution");
     o += fmt::format("to: {}\n", to_title);
-    o += fmt::format("{} {} -> {}: {:.4g}x better over {} factor groups ({} subsets evaluated; Shapley values in log space)\n\n",
-                     h.options.objective.key, objective_text(a.objective.key, a.from_value),
-                     objective_text(a.objective.key, a.to_value), a.ratio, a.factors.size(), a.subsets);
+    const std::string how = a.orders > 0 ? fmt::format("{} random orders of the groups, {} subsets evaluated; Shapley values in log space "
+                                                       "estimated by permutation sampling, 95% intervals", a.orders, a.subsets)
+                                          : fmt::format("{} subsets evaluated; Shapley values in log space", a.subsets);
+    o += fmt::format("{} {} -> {}: {:.4g}x better over {} factor groups ({})\n\n", h.options.objective.key,
+                     objective_text(a.objective.key, a.from_value), objective_text(a.objective.key, a.to_value), a.ratio,
+                     a.factors.size(), how);
     size_t w = 6;
     for (const Factor& f : a.factors) w = std::max(w, std::min<size_t>(f.name.size(), 60));
-    o += fmt::format("  {:<{}}  {:>9}  {:>7}  {:>10}  {:>9}\n", "factor", w, "speedup", "share", "cumulative", "alone");
+    o += fmt::format("  {:<{}}  {:>9}  {:>7}  {:>10}  {:>9}{}\n", "factor", w, "speedup", "share", "cumulative", "alone",
+                     a.orders > 0 ? "  95% interval" : "");
     double cum = 1;
     for (const Factor& f : a.factors) {
         cum *= f.speedup;
         const std::string name = f.name.size() > 60 ? f.name.substr(0, 57) + "..." : f.name;
-        o += fmt::format("  {:<{}}  {:>8.4g}x  {:>6.1f}%  {:>9.4g}x  {:>8.4g}x\n", name, w, f.speedup, 100 * f.share, cum, f.alone);
+        o += fmt::format("  {:<{}}  {:>8.4g}x  {:>6.1f}%  {:>9.4g}x  {:>8.4g}x", name, w, f.speedup, 100 * f.share, cum, f.alone);
+        if (a.orders > 0) o += fmt::format("  [{:.4g}x, {:.4g}x]", f.speedup_low, f.speedup_high);
+        o += "\n";
     }
     o += fmt::format("  {:<{}}  {:>8.4g}x  {:>6.1f}%\n", "total", w, a.ratio, a.factors.empty() ? 0.0 : 100.0);
     o += "\nfields in each group:\n";

@@ -1,7 +1,9 @@
 #include "study/attribute.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "io/provenance.hpp"
@@ -20,6 +22,49 @@ std::vector<double> shapley_values(size_t n, std::span<const double> v) {
             phi[i] += weight[static_cast<size_t>(std::popcount(s))] * (v[s | bit] - v[s]);
         }
     return phi;
+}
+
+std::vector<std::vector<size_t>> shapley_orders(size_t n, size_t count, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::vector<size_t>> out(count, std::vector<size_t>(n));
+    for (auto& order : out) {
+        for (size_t i = 0; i < n; ++i) order[i] = i;
+        for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[static_cast<size_t>(rng() % i)]);
+    }
+    return out;
+}
+
+std::vector<uint64_t> sampled_masks(size_t n, const std::vector<std::vector<size_t>>& orders) {
+    std::vector<uint64_t> masks{0};
+    for (size_t i = 0; i < n; ++i) masks.push_back(uint64_t{1} << i);
+    for (const auto& order : orders) {
+        uint64_t m = 0;
+        for (const size_t i : order) masks.push_back(m |= uint64_t{1} << i);
+    }
+    std::sort(masks.begin(), masks.end());
+    masks.erase(std::unique(masks.begin(), masks.end()), masks.end());
+    return masks;
+}
+
+ShapleyEstimate sampled_shapley(size_t n, const std::vector<std::vector<size_t>>& orders, const std::function<double(uint64_t)>& v) {
+    std::vector<double> sum(n, 0.0), sum_sq(n, 0.0);
+    for (const auto& order : orders) {
+        uint64_t m = 0;
+        double before = v(m);
+        for (const size_t i : order) {
+            const double after = v(m |= uint64_t{1} << i);
+            sum[i] += after - before;
+            sum_sq[i] += (after - before) * (after - before);
+            before = after;
+        }
+    }
+    ShapleyEstimate e{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+    const auto k = static_cast<double>(orders.size());
+    for (size_t i = 0; i < n && k > 0; ++i) {
+        e.value[i] = sum[i] / k;
+        if (k > 1) e.standard_error[i] = std::sqrt(std::max(0.0, (sum_sq[i] - k * e.value[i] * e.value[i]) / (k - 1)) / k);
+    }
+    return e;
 }
 
 namespace {
@@ -146,18 +191,20 @@ Json subset_doc(const Json& from, const Json& to, const std::vector<FactorGroup>
     return doc;
 }
 
-Attribution attribution_from(const std::vector<FactorGroup>& groups, std::span<const double> values, const StudyObjective& o) {
-    std::vector<double> logs(values.size());
-    // In log space a time's speedup is ln(from) - ln(to); a rate's is ln(to) - ln(from).
+namespace {
+
+// The factors from their log-space values `phi` (a time's speedup is ln(from) - ln(to), a rate's
+// ln(to) - ln(from): `log_at(mask)` is that signed log of a subset's value).
+Attribution assemble(const std::vector<FactorGroup>& groups, const std::vector<double>& phi, const std::function<double(uint64_t)>& value,
+                     const StudyObjective& o) {
     const double sign = o.lower_is_better ? -1.0 : 1.0;
-    for (size_t i = 0; i < values.size(); ++i) logs[i] = sign * std::log(values[i]);
-    const std::vector<double> phi = shapley_values(groups.size(), logs);
+    const auto log_at = [&](uint64_t mask) { return sign * std::log(value(mask)); };
+    const uint64_t all = (uint64_t{1} << groups.size()) - 1;
     Attribution a;
     a.objective = o;
-    a.from_value = values.front();
-    a.to_value = values.back();
-    a.subsets = values.size();
-    const double total = logs.back() - logs.front();
+    a.from_value = value(0);
+    a.to_value = value(all);
+    const double base = log_at(0), total = log_at(all) - base;
     a.ratio = std::exp(total);
     for (size_t g = 0; g < groups.size(); ++g) {
         Factor f;
@@ -165,8 +212,34 @@ Attribution attribution_from(const std::vector<FactorGroup>& groups, std::span<c
         f.fields = groups[g].fields;
         f.speedup = std::exp(phi[g]);
         f.share = total != 0 ? phi[g] / total : 0.0;
-        f.alone = std::exp(logs[uint64_t{1} << g] - logs.front());
+        f.alone = std::exp(log_at(uint64_t{1} << g) - base);
         a.factors.push_back(std::move(f));
+    }
+    return a;
+}
+
+}  // namespace
+
+Attribution attribution_from(const std::vector<FactorGroup>& groups, std::span<const double> values, const StudyObjective& o) {
+    std::vector<double> logs(values.size());
+    const double sign = o.lower_is_better ? -1.0 : 1.0;
+    for (size_t i = 0; i < values.size(); ++i) logs[i] = sign * std::log(values[i]);
+    Attribution a = assemble(groups, shapley_values(groups.size(), logs), [&](uint64_t mask) { return values[mask]; }, o);
+    a.subsets = values.size();
+    return a;
+}
+
+Attribution attribution_sampled(const std::vector<FactorGroup>& groups, const std::vector<std::vector<size_t>>& orders,
+                                const std::function<double(uint64_t)>& value, const StudyObjective& o) {
+    const double sign = o.lower_is_better ? -1.0 : 1.0;
+    const ShapleyEstimate e = sampled_shapley(groups.size(), orders, [&](uint64_t mask) { return sign * std::log(value(mask)); });
+    Attribution a = assemble(groups, e.value, value, o);
+    a.subsets = sampled_masks(groups.size(), orders).size();
+    a.orders = orders.size();
+    for (size_t g = 0; g < groups.size(); ++g) {
+        // 1.96: the normal 97.5% quantile, the mean of many orders' contributions being near normal.
+        a.factors[g].speedup_low = std::exp(e.value[g] - 1.96 * e.standard_error[g]);
+        a.factors[g].speedup_high = std::exp(e.value[g] + 1.96 * e.standard_error[g]);
     }
     return a;
 }
