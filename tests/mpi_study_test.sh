@@ -32,6 +32,8 @@ done
 same 3 sweep "$T" --vary parallel.tp=1:8:x2 --format csv  # uneven split, invalid points among them
 same 2 sweep "$S" --mode search --gpus 256 --vary system.scale_out.bw_bytes_per_s=12.5e9:50e9:x2 --format json
 same 2 attribute "$T" --to "$TMP/h100.json" --format json
+# Twins (points differing only in the TDP) dealt to one rank, each reported under its own figures.
+same 2 sweep "$S" --mode search --gpus 256 --vary system.energy.tdp_w=400,700 --vary system.scale_out.bw_bytes_per_s=12.5e9,25e9,50e9 --format json
 same 2 sensitivity "$T" --format csv
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -797,11 +797,43 @@ TEST(Study, TwinPointsSearchOnce) {
     EXPECT_NE(out[1].result.at("energy_per_step_j"), out[0].result.at("energy_per_step_j"));  // its own TDP
     EXPECT_EQ(out[1].result.at("parallel"), out[0].result.at("parallel"));
 
+    // The same twins, found before anything runs (what several ranks deal together).
+    const auto doc_at = [&](size_t i) -> Expected<Json> { return docs[i]; };
+    EXPECT_EQ(twin_groups(docs.size(), doc_at, o), (std::vector<size_t>{0, 0, 0, 3, 4, 4, 0, 7, 8}));
+    StudyOptions trains = o;
+    trains.mode = StudyMode::train;  // no search: no twins
+    EXPECT_EQ(twin_groups(3, doc_at, trains), (std::vector<size_t>{0, 1, 2}));
+
     o.objective = StudyObjective{"energy_per_step_j", true};
+    EXPECT_EQ(twin_groups(docs.size(), doc_at, o), (std::vector<size_t>{0, 1, 0, 3, 4, 5, 0, 7, 8}));  // TDPs now count
     SearchMemo by_energy;
     o.searched = &by_energy;
     evaluate_points(2, [&](size_t i) -> Expected<Json> { return docs[i]; }, o);
     EXPECT_EQ(by_energy.searches(), 2u);
+}
+
+// Whole groups dealt: every point on exactly one rank, each with its group's first point, and
+// the groups split as points_of_rank splits points (ranks' group counts within one).
+TEST(Study, TwinsAreDealtToOneRank) {
+    const std::vector<size_t> group{0, 0, 2, 3, 2, 0, 6, 7, 3, 9};  // groups {0,1,5} {2,4} {3,8} {6} {7} {9}
+    std::vector<int> rank_of(group.size(), -1);
+    std::vector<size_t> groups_per_rank;
+    for (size_t r = 0; r < 3; ++r) {
+        const std::vector<size_t> mine = points_of_rank(group, r, 3);
+        EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+        size_t leaders = 0;
+        for (const size_t i : mine) {
+            EXPECT_EQ(rank_of[i], -1) << i;
+            rank_of[i] = static_cast<int>(r);
+            leaders += group[i] == i;
+        }
+        groups_per_rank.push_back(leaders);
+    }
+    for (size_t i = 0; i < group.size(); ++i) {
+        EXPECT_NE(rank_of[i], -1) << i;
+        EXPECT_EQ(rank_of[i], rank_of[group[i]]) << i;
+    }
+    EXPECT_EQ(groups_per_rank, (std::vector<size_t>{2, 2, 2}));
 }
 
 // Every point on exactly one rank, counts within one; and balanced across a grid's structure:

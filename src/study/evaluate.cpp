@@ -1,6 +1,7 @@
 #include "study/evaluate.hpp"
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -115,11 +116,17 @@ std::string search_key(Json doc, const Scenario& s, const SearchOptions& so) {
     return fmt::format("{} {} {} {}", so.gpus, to_string(so.objective), so.tp_within_domain, doc.dump());
 }
 
-PointOutcome search_point(const Json& doc, Scenario& s, const StudyOptions& o, unsigned threads) {
+// The GPU count a point searches: --gpus (or the point's own), else its whole layout's; 0: none.
+int64_t search_gpus(const Scenario& s, const StudyOptions& o) {
     const std::set<std::string>& given = s.parallel_given;
     const bool whole = given.count("tp") && given.count("pp") && given.count("dp") && given.count("cp");
+    return o.gpus > 0 ? o.gpus : whole ? s.parallel.gpus() : 0;
+}
+
+PointOutcome search_point(const Json& doc, Scenario& s, const StudyOptions& o, unsigned threads) {
+    const std::set<std::string>& given = s.parallel_given;
     SearchOptions so;
-    so.gpus = o.gpus > 0 ? o.gpus : whole ? s.parallel.gpus() : 0;
+    so.gpus = search_gpus(s, o);
     if (so.gpus <= 0)
         return {PointStatus::error, {}, "--gpus: nothing; a GPU count is required unless parallel.tp, pp, dp and cp are all given", 0};
     so.top_k = 1;
@@ -213,6 +220,49 @@ size_t SearchMemo::searches() const {
     return searches_;
 }
 
+namespace {
+
+// The search a point would run (search_key), or nullopt when it runs none (an error, no GPU count).
+std::optional<std::string> point_search_key(const Expected<Json>& given, const StudyOptions& options) {
+    if (!given) return std::nullopt;
+    Json doc = given.value();
+    const Expected<int64_t> gpus = point_gpus(doc, options);
+    if (!gpus) return std::nullopt;
+    StudyOptions o = options;
+    o.gpus = gpus.value();
+    const Expected<Scenario> s = build_scenario(doc, Purpose::search);
+    if (!s) return std::nullopt;
+    SearchOptions so;
+    so.gpus = search_gpus(s.value(), o);
+    so.objective = search_objective(o.objective);  // what it erases; the domain rule is the study's, alike for every point
+    if (so.gpus <= 0) return std::nullopt;
+    return search_key(doc, s.value(), so);
+}
+
+}  // namespace
+
+std::vector<size_t> twin_groups(size_t count, const PointDoc& doc, const StudyOptions& o) {
+    std::vector<size_t> group(count);
+    std::map<std::string, size_t> first;
+    for (size_t i = 0; i < count; ++i) {
+        const std::optional<std::string> key = o.mode == StudyMode::search ? point_search_key(doc(i), o) : std::nullopt;
+        group[i] = key ? first.emplace(*key, i).first->second : i;
+    }
+    return group;
+}
+
+std::vector<size_t> points_of_rank(const std::vector<size_t>& group, size_t rank, size_t ranks) {
+    std::vector<size_t> leaders;  // each group's first point, ascending
+    for (size_t i = 0; i < group.size(); ++i)
+        if (group[i] == i) leaders.push_back(i);
+    std::vector<bool> dealt(group.size(), false);
+    for (const size_t k : points_of_rank(leaders.size(), rank, ranks)) dealt[leaders[k]] = true;
+    std::vector<size_t> mine;
+    for (size_t i = 0; i < group.size(); ++i)
+        if (dealt[group[i]]) mine.push_back(i);
+    return mine;
+}
+
 Json study_base_doc(const Scenario& s) {
     Json doc = Json::object();
     doc["model"] = s.full["model"];
@@ -291,7 +341,11 @@ std::vector<size_t> points_of_rank(size_t count, size_t rank, size_t ranks) {
 std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, const StudyOptions& o) {
     const Cluster& c = o.cluster;
     const auto ranks = static_cast<size_t>(std::max(1, c.size));
-    const std::vector<size_t> mine = points_of_rank(count, static_cast<size_t>(c.rank), ranks);
+    // On several ranks a search study deals twin points (SearchMemo) to one rank, so that each
+    // search runs once in the whole study, as in one process.
+    const std::vector<size_t> group = ranks > 1 ? twin_groups(count, doc, o) : std::vector<size_t>{};
+    const auto deal = [&](size_t rank) { return ranks > 1 ? points_of_rank(group, rank, ranks) : points_of_rank(count, rank, ranks); };
+    const std::vector<size_t> mine = deal(static_cast<size_t>(c.rank));
     std::vector<PointOutcome> out(count);
     // Threads go to the points when there are enough of them, else to each point's search: never
     // both, so the cores are not oversubscribed. Search results do not depend on its thread count.
@@ -314,7 +368,7 @@ std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, con
     if (c.rank != 0) return {};
     for (size_t r = 0; r < all.size(); ++r) {
         const Json theirs = Json::parse(all[r]);
-        const std::vector<size_t> points = points_of_rank(count, r, all.size());
+        const std::vector<size_t> points = deal(r);
         if (theirs.size() != points.size())
             throw std::runtime_error(fmt::format("rank {} returned {} outcomes for its {} points", r, theirs.size(), points.size()));
         for (size_t k = 0; k < points.size(); ++k) out[points[k]] = outcome_of(theirs.at(k));

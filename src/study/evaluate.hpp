@@ -90,6 +90,13 @@ using PointDoc = std::function<Expected<Json>(size_t index)>;
 // rank 0 every even point, and a grid whose fastest dimension has an even length (10 HBM sizes)
 // would then give one rank all the small sizes and the other all the large.
 std::vector<size_t> points_of_rank(size_t count, size_t rank, size_t ranks);
+// The twins of a search study (points whose search_key is equal, SearchMemo): for each point the
+// first point of its group (itself when it has no twin earlier, or in another mode, or when it
+// runs no search). Every rank computes the same.
+std::vector<size_t> twin_groups(size_t count, const PointDoc& doc, const StudyOptions& o);
+// The points rank `rank` of `ranks` evaluates when whole groups are dealt: the groups (by their
+// first points) as points_of_rank deals points, every member with its group; ascending.
+std::vector<size_t> points_of_rank(const std::vector<size_t>& group, size_t rank, size_t ranks);
 
 // Evaluates points 0..count-1. On rank 0 returns all outcomes in order; on other ranks, empty.
 std::vector<PointOutcome> evaluate_points(size_t count, const PointDoc& doc, const StudyOptions& o);
