@@ -523,15 +523,13 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     }
 }
 
-// The shape and rank order that run layout p in this plan's space, or nullopt when the space
-// lacks p (another GPU count or constraint, a tp the domain rule cuts, a micro-batch the batch
-// does not admit). The layout is rebuilt from the plan's entries as run_task builds it and must
-// equal p.
-std::optional<std::pair<const Shape*, RankOrder>> placement_of(const Plan& plan, const LayoutConstraints& f, int64_t global_batch,
-                                                               const ParallelConfig& p) {
+// Whether layout p is in this plan's space: not another GPU count or constraint, a tp the domain
+// rule cuts, a micro-batch the batch does not admit. The layout is rebuilt from the plan's
+// entries as run_task builds it and must equal p.
+bool in_space(const Plan& plan, const LayoutConstraints& f, int64_t global_batch, const ParallelConfig& p) {
     const auto zero = std::find(plan.zeros.begin(), plan.zeros.end(), p.zero);
     const auto mb = std::find(plan.microbatches.begin(), plan.microbatches.end(), p.microbatch);
-    if (zero == plan.zeros.end() || mb == plan.microbatches.end()) return std::nullopt;
+    if (zero == plan.zeros.end() || mb == plan.microbatches.end()) return false;
     const auto k = static_cast<size_t>(mb - plan.microbatches.begin());
     for (const Task& t : plan.tasks) {
         if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind || !t.microbatches[k] || !t.recompute.at(static_cast<size_t>(p.recompute)))
@@ -546,7 +544,7 @@ std::optional<std::pair<const Shape*, RankOrder>> placement_of(const Plan& plan,
             const auto order = std::find(orders, orders + static_cast<std::ptrdiff_t>(s.place_count), p.order);
             if (!admits(s, global_batch, p.microbatch) || iv == vps + static_cast<std::ptrdiff_t>(s.vp_count) ||
                 order == orders + static_cast<std::ptrdiff_t>(s.place_count))
-                return std::nullopt;
+                return false;
             ParallelConfig q;  // what run_task builds from these entries
             hold_split(q, f);
             q.sequence_parallel = t.sp;
@@ -559,11 +557,10 @@ std::optional<std::pair<const Shape*, RankOrder>> placement_of(const Plan& plan,
             q.zero = *zero;
             q.vp = iv->vp;
             q.split = iv->split;
-            if (!(q == p)) return std::nullopt;
-            return std::pair{&s, *order};
+            return q == p;
         }
     }
-    return std::nullopt;
+    return false;
 }
 
 }  // namespace
@@ -711,15 +708,10 @@ int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed,
 
 std::optional<SearchHit> cost_in_space(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,
                                        const ParallelConfig& p) {
-    const std::shared_ptr<const Plan> plan = planned(c, fixed, o);
-    const auto at = placement_of(*plan, fixed, c.training.global_batch, p);
-    if (!at) return std::nullopt;
-    const Placement place = place_shape(c, *at->first, at->second);
-    // The steps of run_task and run_placement: what they read of p is what p holds here.
-    const LayerOpSet ops = layer_op_set(c, p);
-    const LayerCompute compute = compute_layers(c, ops, p.recompute);
-    const LayerCosts costs = cost_layers(c, p, place.layer, compute, layer_comms(c, ops, place.layer));
-    const TrainResult r = assemble_step(c, p, costs, plan->params, place.spans, stage_rates(c, plan->params, p, costs));
+    if (!in_space(*planned(c, fixed, o), fixed, c.training.global_batch, p)) return std::nullopt;
+    // `train`'s costing of one layout is the search's, step for step (the search only splits it
+    // to share each step among the layouts that read the same inputs).
+    const TrainResult r = evaluate_training(c, p);
     if (!r.fits_in_memory) return std::nullopt;
     return SearchHit{p, r, objective_score(o.objective, r)};
 }

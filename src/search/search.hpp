@@ -153,7 +153,8 @@ std::vector<FoldedHit> fold_twins(const std::vector<SearchHit>& hits, size_t k, 
 // search's plan alone: nothing is costed.
 int64_t candidate_layouts(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o);
 
-// Layout p costed as search_layouts costs it: bit for bit the hit a search that keeps p reports.
+// Layout p costed as search_layouts costs it (evaluate_training, whose steps the search splits):
+// bit for bit the hit a search that keeps p reports.
 // nullopt when the search's space lacks p (another GPU count, a held field, a tp the domain rule
 // cuts) or p does not fit in memory.
 std::optional<SearchHit> cost_in_space(const TrainContext& c, const LayoutConstraints& fixed, const SearchOptions& o,

@@ -1,10 +1,10 @@
 #include "study/evaluate.hpp"
 
 #include <algorithm>
-#include <map>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -116,25 +116,27 @@ std::string search_key(Json doc, const Scenario& s, const SearchOptions& so) {
     return fmt::format("{} {} {} {}", so.gpus, to_string(so.objective), so.tp_within_domain, doc.dump());
 }
 
-// The GPU count a point searches: --gpus (or the point's own), else its whole layout's; 0: none.
-int64_t search_gpus(const Scenario& s, const StudyOptions& o) {
+// The search a point runs: at --gpus (or the point's own), else its whole layout's GPU count
+// (0: none), keeping only the best layout.
+SearchOptions point_search(const Scenario& s, const StudyOptions& o, unsigned threads) {
     const std::set<std::string>& given = s.parallel_given;
     const bool whole = given.count("tp") && given.count("pp") && given.count("dp") && given.count("cp");
-    return o.gpus > 0 ? o.gpus : whole ? s.parallel.gpus() : 0;
-}
-
-PointOutcome search_point(const Json& doc, Scenario& s, const StudyOptions& o, unsigned threads) {
-    const std::set<std::string>& given = s.parallel_given;
     SearchOptions so;
-    so.gpus = search_gpus(s, o);
-    if (so.gpus <= 0)
-        return {PointStatus::error, {}, "--gpus: nothing; a GPU count is required unless parallel.tp, pp, dp and cp are all given", 0};
+    so.gpus = o.gpus > 0 ? o.gpus : whole ? s.parallel.gpus() : 0;
     so.top_k = 1;
     so.threads = threads;
     so.objective = search_objective(o.objective);
     so.tp_within_domain = o.tp_within_domain;
     so.prune_by_floor = true;  // only the best layout is kept: skip what cannot beat it
     so.plans = o.plans;
+    return so;
+}
+
+PointOutcome search_point(const Json& doc, Scenario& s, const StudyOptions& o, unsigned threads) {
+    const std::set<std::string>& given = s.parallel_given;
+    const SearchOptions so = point_search(s, o, threads);
+    if (so.gpus <= 0)
+        return {PointStatus::error, {}, "--gpus: nothing; a GPU count is required unless parallel.tp, pp, dp and cp are all given", 0};
     const TrainContext c{s.model, s.system, s.training};
     const LayoutConstraints fixed = constraints_from(s.parallel, given);
     const std::string key = o.searched ? search_key(doc, s, so) : std::string();
@@ -232,9 +234,7 @@ std::optional<std::string> point_search_key(const Expected<Json>& given, const S
     o.gpus = gpus.value();
     const Expected<Scenario> s = build_scenario(doc, Purpose::search);
     if (!s) return std::nullopt;
-    SearchOptions so;
-    so.gpus = search_gpus(s.value(), o);
-    so.objective = search_objective(o.objective);  // what it erases; the domain rule is the study's, alike for every point
+    const SearchOptions so = point_search(s.value(), o, 1);
     if (so.gpus <= 0) return std::nullopt;
     return search_key(doc, s.value(), so);
 }
