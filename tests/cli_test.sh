@@ -389,6 +389,23 @@ WANT='[parallelism]' good train --model llama3-8b --system dgx-h100 --gpus 16 --
 WANT='--max-num-seqs' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit vllm
 bad "--emit" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit vllm
 bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit megatron
+
+# --format html: one self-contained page (the text report, charts and their tables; nothing fetched).
+WANT='<h2>Where the step time goes</h2>' good train --format html
+WANT='<h2>Step time of the layouts found</h2>' good search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --format html --no-progress
+WANT='<h2>Tokens per second per GPU of the best layout per GPU count</h2>' good search --model llama3-8b --system dgx-h100 --gpus 8:32:x2 --batch-tokens 131072 --format html --no-progress
+WANT='<h2>Prefill (time to first token)</h2>' good infer --model llama3.1-8b --system dgx-h100 --gpus 1 --isl 1000 --osl 100 --format html
+WANT='time to first token' good infer --model llama3.1-8b --system dgx-h100 --gpus 1 --isl 1000 --osl 100 --concurrency 4 --format html
+WANT='<h2>Pareto front: output tokens/s per GPU, by tokens/s per user</h2>' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --ttft-ms 500 --tpot-ms 30 --format html --no-progress
+bad "--format" train --format htm
+bad "--format" train --format html --emit megatron
+if "$BIN" train --format html </dev/null 2>/dev/null | grep -qiE '<script|<link|src=|@import|url\('; then
+    note_fail "[train --format html] the page fetches something"
+elif [[ $("$BIN" train --format html </dev/null 2>/dev/null | head -c 15) != '<!DOCTYPE html>' ]]; then
+    note_fail "[train --format html] does not start with <!DOCTYPE html>"
+else
+    pass=$((pass + 1))
+fi
 bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit vllm --format json
 bad "--emit: got megatron for tp 8 as a" train --model llama3-8b --system dgx-h100 --gpus 8 --set parallel.tp=8 --set parallel.tp_rows=2 --emit megatron
 bad "--emit: got torchtitan for ZeRO 1" train --model llama3-8b --system dgx-h100 --gpus 8 --set parallel.zero=1 --emit torchtitan

@@ -149,7 +149,8 @@ Runner add_infer(CLI::App& app, const Io& io) {
     rate->excludes(best);
     rate->excludes(conc);
     for (auto* opt : {conc, rate, best}) opt->excludes("--sweep-batch");
-    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_option("--format", o->format, "output format (html: one self-contained page)")
+        ->check(CLI::IsMember({"text", "json", "csv", "html"}));
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         std::optional<std::vector<int64_t>> sweep;
@@ -163,6 +164,8 @@ Runner add_infer(CLI::App& app, const Io& io) {
         if (!s) return bad_input(io, s.error());
         note_assumptions(io, *s, Purpose::infer);
         const Format fmt = parse_format(o->format);
+        const bool html = o->format == "html";  // the text report as a page (fmt is then text)
+        const std::string title = html_title("infer", *s, s->parallel.gpus());
         if (s->disaggregated) {
             const DisaggDeployment& d = *s->disaggregated;
             if (o->quick.gpus > 0 && d.gpus() > o->quick.gpus)
@@ -173,14 +176,21 @@ Runner add_infer(CLI::App& app, const Io& io) {
             if (o->concurrency == 0 && o->request_rate == 0)
                 return bad_input(io, {"disaggregated", "a deployment with no load given",
                                       "run by --concurrency C (clients for the whole deployment) or --request-rate R"});
-            return run_disaggregated(io, *s, {o->concurrency, o->request_rate, o->seed}, fmt);
+            const ServingAsk load{o->concurrency, o->request_rate, o->seed};
+            if (html)
+                return emit_html_of(io, html_title("infer", *s, d.gpus()), [&](const Io& b) { return run_disaggregated(b, *s, load, fmt); });
+            return run_disaggregated(io, *s, load, fmt);
         }
-        if (o->concurrency > 0 || o->request_rate > 0 || o->max_throughput)
-            return run_serving(io, *s, {o->concurrency, o->request_rate, o->seed}, fmt);
+        if (o->concurrency > 0 || o->request_rate > 0 || o->max_throughput) {
+            const ServingAsk load{o->concurrency, o->request_rate, o->seed};
+            if (html) return emit_html_of(io, title, [&](const Io& b) { return run_serving(b, *s, load, fmt); });
+            return run_serving(io, *s, load, fmt);
+        }
         if (!sweep) {
             const InferResult r = evaluate_inference({s->model, s->system, s->inference}, s->parallel);
             warn_memory(io, *s, r);
             const Json j = infer_json(*s, r);
+            if (html) return emit_html(io, j, title, infer_text(*s, r), inference_charts(j));
             switch (fmt) {
                 case Format::json: return emit_json(io, with_overrides(j, o->sets));
                 case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
@@ -200,6 +210,7 @@ Runner add_infer(CLI::App& app, const Io& io) {
             pts.push_back(pt);
         }
         const Json j = sweep_json(*s, pts);
+        if (html) return emit_html(io, j, title, sweep_text(*s, pts), {});
         switch (fmt) {
             case Format::json: return emit_json(io, with_overrides(j, o->sets));
             case Format::csv: return emit_checked(io, j, sweep_csv(pts));

@@ -218,7 +218,8 @@ Runner add_search(CLI::App& app, const Io& io) {
     cmd->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(CLI::Range(1u, 1024u));
     cmd->add_option("--objective", o->objective, "what 'best' means")
         ->check(CLI::IsMember({"step_time", "tokens_per_s_per_gpu", "mfu", "energy", "cost"}));
-    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_option("--format", o->format, "output format (html: one self-contained page with charts)")
+        ->check(CLI::IsMember({"text", "json", "csv", "html"}));
     cmd->add_option("--tokens", o->tokens, "token budget: also report training days (e.g. 300e9)")
         ->check(CLI::Range(1.0, 1e18));
     cmd->add_flag("--cross-domain-tp", o->cross_domain_tp, "also search tensor parallelism beyond one scale-up domain");
@@ -339,23 +340,37 @@ Runner add_search(CLI::App& app, const Io& io) {
                 if (!launch) return bad_input(io, launch.error());
                 return emit_checked(io, doc, launch.value());
             }
+            const auto text = [&] {
+                std::string t = header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
+                                stats_text(r.stats, s.system);
+                if (!shown.empty()) {
+                    t += table_header(false, o->tokens > 0);
+                    for (size_t i = 0; i < shown.size(); ++i) t += table_row(i + 1, shown[i].hit, false, o->tokens);
+                    if (folded > 0)
+                        t += fmt::format("({} more within {}% of a row above, differing from it only in ZeRO stage, rank order or "
+                                         "CP kind, folded into it: --keep-twins lists them)\n",
+                                         folded, 100 * kTwinTolerance);
+                    t += "\nThe best layout in detail:\n\n" + train_text(with_layout(s, shown.front().hit.layout), shown.front().hit.result);
+                }
+                return t;
+            };
             int rc = kExitOk;
-            switch (fmt_out) {
-                case Format::json: rc = emit_json(io, doc); break;
-                case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
-                case Format::text: {
-                    std::string t = header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
-                                    stats_text(r.stats, s.system);
-                    if (!shown.empty()) {
-                        t += table_header(false, o->tokens > 0);
-                        for (size_t i = 0; i < shown.size(); ++i) t += table_row(i + 1, shown[i].hit, false, o->tokens);
-                        if (folded > 0)
-                            t += fmt::format("({} more within {}% of a row above, differing from it only in ZeRO stage, rank order or "
-                                             "CP kind, folded into it: --keep-twins lists them)\n",
-                                             folded, 100 * kTwinTolerance);
-                        t += "\nThe best layout in detail:\n\n" + train_text(with_layout(s, shown.front().hit.layout), shown.front().hit.result);
+            if (o->format == "html") {
+                BarChart best{"Step time of the layouts found", "s", 1.0, {}, false};
+                for (size_t i = 0; i < shown.size(); ++i)
+                    best.bars.emplace_back(fmt::format("#{} {}", i + 1, layout_label(shown[i].hit.layout)), shown[i].hit.result.step_time_s);
+                std::vector<BarChart> charts = {best};
+                if (!results.empty())
+                    for (BarChart& c : training_charts(results.front())) {
+                        c.title = "The best layout: " + c.title;
+                        charts.push_back(std::move(c));
                     }
-                    rc = emit_checked(io, doc, t);
+                rc = emit_html(io, doc, html_title("search", s, counts.front()), text(), charts);
+            } else {
+                switch (fmt_out) {
+                    case Format::json: rc = emit_json(io, doc); break;
+                    case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
+                    case Format::text: rc = emit_checked(io, doc, text());
                 }
             }
             return interrupted && rc == kExitOk ? kExitInterrupted : rc;
@@ -397,15 +412,28 @@ Runner add_search(CLI::App& app, const Io& io) {
         doc["scaling"] = scaling;
         doc["results"] = results;
         doc["overrides"] = overrides_json(o->sets);
+        const std::string text = header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
+                                 stats_text(total, s.system) +
+                                 (per_count == 1 ? std::string("\nThe best layout per GPU count:\n")
+                                                 : fmt::format("\nThe best {} layouts per GPU count:\n", per_count)) +
+                                 table_header(true, o->tokens > 0) + rows;
         int rc = kExitOk;
-        switch (fmt_out) {
-            case Format::json: rc = emit_json(io, doc); break;
-            case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
-            case Format::text:
-                rc = emit_checked(io, doc, header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
-                                           stats_text(total, s.system) +
-                                           (per_count == 1 ? std::string("\nThe best layout per GPU count:\n")
-                                                           : fmt::format("\nThe best {} layouts per GPU count:\n", per_count)) + table_header(true, o->tokens > 0) + rows);
+        if (o->format == "html") {
+            BarChart step{"Step time of the best layout per GPU count", "s", 1.0, {}, false};
+            BarChart rate{"Tokens per second per GPU of the best layout per GPU count", "tokens/s", 1.0, {}, false};
+            for (const auto& [n, r] : runs)
+                if (!r.best.empty()) {
+                    step.bars.emplace_back(fmt::format("{} GPUs", n), r.best.front().result.step_time_s);
+                    rate.bars.emplace_back(fmt::format("{} GPUs", n), r.best.front().result.tokens_per_s_per_gpu);
+                }
+            const std::string title = fmt::format("scalemodel search: {} on {} to {} GPUs of {}", s.model.name, counts.front(), counts.back(), s.system.name);
+            rc = emit_html(io, doc, title, text, {step, rate});
+        } else {
+            switch (fmt_out) {
+                case Format::json: rc = emit_json(io, doc); break;
+                case Format::csv: rc = emit_checked(io, doc, csv_of(s, results, o->tokens)); break;
+                case Format::text: rc = emit_checked(io, doc, text);
+            }
         }
         return interrupted && rc == kExitOk ? kExitInterrupted : rc;
     };

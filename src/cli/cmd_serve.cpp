@@ -222,7 +222,8 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
     cmd->add_option("--tpot-ms", o->tpot_ms, "time-per-output-token target in ms (0: none)")->check(CLI::Range(0.0, 1e9));
     cmd->add_option("--gpus", o->gpus, "GPUs to serve on (default: the scenario's tp x pp x dp)")->check(CLI::Range(int64_t{1}, int64_t{4096}));
     cmd->add_option("--top", o->top, "configurations to list")->check(CLI::Range(size_t{1}, size_t{1000}));
-    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_option("--format", o->format, "output format (html: one self-contained page with charts)")
+        ->check(CLI::IsMember({"text", "json", "csv", "html"}));
     cmd->add_flag("--no-progress", o->no_progress, "no progress bar even on a terminal");
     cmd->add_option("--memory-headroom", o->headroom, "fraction of GPU memory kept free (0.1: weights and KV cache use at most 90%)")
         ->check(CLI::Range(0.0, 0.9));
@@ -292,15 +293,31 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
             for (const DisaggHit& h : d->best) list.push_back(disagg_json(*s, h));
             j["disaggregated"] = list;
         }
+        const auto text = [&] {
+            std::string hits = hits_text(*s, gpus, t, r);
+            const size_t front = hits.find("\nPareto front");
+            hits.insert(front == std::string::npos ? hits.size() : front, nearest);
+            return headroom + hits + (d ? disagg_text(*s, *d, r) : std::string());
+        };
+        if (o->format == "html") {
+            // Alternatives, not parts of a whole: no shares.
+            const auto label = [](const ServeHit& h) {
+                const ParallelConfig& p = h.layout;
+                return fmt::format("tp{} pp{} dp{}{} C{}", p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" ep{}", p.ep) : "", h.point.concurrency);
+            };
+            BarChart best{"Output tokens/s per GPU of the configurations that meet the targets", "tokens/s", 1.0, {}, false};
+            for (const ServeHit& h : r.best)
+                best.bars.emplace_back(label(h), h.point.output_tokens_per_s_per_gpu);
+            BarChart front{"Pareto front: output tokens/s per GPU, by tokens/s per user", "tokens/s", 1.0, {}, false};
+            for (const ServeHit& h : r.pareto)
+                front.bars.emplace_back(fmt::format("{:.1f} tokens/s/user: {}", h.point.output_tokens_per_s_per_user, label(h)),
+                                        h.point.output_tokens_per_s_per_gpu);
+            return emit_html(io, j, html_title("serve-search", *s, gpus), text(), {best, front});
+        }
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(io, j);
             case Format::csv: return emit_checked(io, j, d ? disagg_csv(*s, *d) : hits_csv(*s, r));
-            case Format::text: {
-                std::string text = hits_text(*s, gpus, t, r);
-                const size_t front = text.find("\nPareto front");
-                text.insert(front == std::string::npos ? text.size() : front, nearest);
-                return emit_checked(io, j, headroom + text + (d ? disagg_text(*s, *d, r) : std::string()));
-            }
+            case Format::text: return emit_checked(io, j, text());
         }
         return kExitOk;
     };

@@ -37,7 +37,8 @@ Runner add_train(CLI::App& app, const Io& io) {
     CLI::App* cmd = app.add_subcommand("train", "Predict one training step: time, breakdown, memory");
     cmd->add_option("SCENARIO", o->scenario, "scenario JSON file, '-' for stdin (default: built-in GPT-3 175B on 64 A100s)");
     cmd->add_option("--set", o->sets, "override a field: PATH=VALUE (repeatable)")->take_all();
-    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "csv"}));
+    cmd->add_option("--format", o->format, "output format (html: one self-contained page with charts)")
+        ->check(CLI::IsMember({"text", "json", "csv", "html"}));
     add_quick_flags(cmd, o->quick, kQuickTraining | kQuickGpus);
     cmd->add_option("--emit", o->emit, "print the layout as that framework's launch arguments (instead of the report)")
         ->check(CLI::IsMember(training_launch_targets()))
@@ -58,13 +59,15 @@ Runner add_train(CLI::App& app, const Io& io) {
         const TrainResult& r = run.result;
         const std::vector<StageReport>& stages = run.stages;
         const Json& j = run.doc;
+        const auto text = [&] {
+            return train_text(*s, r) + (o->stages ? stages_text(s->parallel, stages, s->system.accel.memory_bytes) : "") +
+                   (o->ops ? training_ops_text(*s) : "");
+        };
+        if (o->format == "html") return emit_html(io, j, html_title("train", *s, r.gpus), text(), training_charts(j));
         switch (parse_format(o->format)) {
             case Format::json: return emit_json(io, with_overrides(j, o->sets));
             case Format::csv: return emit_checked(io, j, csv_header(j) + csv_row(j));
-            case Format::text:
-                return emit_checked(io, j, train_text(*s, r) +
-                                           (o->stages ? stages_text(s->parallel, stages, s->system.accel.memory_bytes) : "") +
-                                           (o->ops ? training_ops_text(*s) : ""));
+            case Format::text: return emit_checked(io, j, text());
         }
         return kExitOk;
     };

@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include <ostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -99,6 +100,22 @@ std::optional<InputError> missing_training_workload(const Scenario& s) {
 Json with_overrides(Json j, const std::vector<std::string>& sets) {
     j["overrides"] = overrides_json(sets);
     return j;
+}
+
+int emit_html(const Io& io, const Json& j, std::string_view title, const std::string& text, const std::vector<BarChart>& charts) {
+    return emit_checked(io, j, html_page(title, text, charts));
+}
+
+int emit_html_of(const Io& io, std::string_view title, const std::function<int(const Io&)>& run) {
+    std::ostringstream text;
+    const Io buffered{text, io.err, io.err_is_terminal, io.stdin_text};
+    const int rc = run(buffered);
+    if (rc == kExitOk) io.out << html_page(title, text.str(), {});
+    return rc;
+}
+
+std::string html_title(std::string_view command, const Scenario& s, int64_t gpus) {
+    return fmt::format("scalemodel {}: {} on {} x {}", command, s.model.name, gpus, s.system.name);
 }
 
 Format parse_format(const std::string& s) {

@@ -1,10 +1,13 @@
 #pragma once
 // Shared plumbing of the subcommands: exit codes, scenario loading, writing results.
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "io/html_report.hpp"
 #include "io/report.hpp"
 #include "io/scenario.hpp"
 
@@ -40,6 +43,14 @@ int emit_json(const Io& io, const Json& j);
 // Writes text after checking the JSON form of the same result is finite.
 int emit_checked(const Io& io, const Json& j, const std::string& text);
 Format parse_format(const std::string& s);
+// `--format html` (io/html_report.hpp): the text report `text` as one self-contained page with
+// `charts`, after the same finiteness check as emit_checked.
+int emit_html(const Io& io, const Json& j, std::string_view title, const std::string& text, const std::vector<BarChart>& charts);
+// `--format html` of a command whose text report is printed deep in its run: `run` writes it to
+// a buffer, which becomes the page; nothing is printed when the run fails (its error is).
+int emit_html_of(const Io& io, std::string_view title, const std::function<int(const Io&)>& run);
+// The page's title: "scalemodel COMMAND: MODEL on N x SYSTEM".
+std::string html_title(std::string_view command, const Scenario& s, int64_t gpus);
 // A JSON result with the `--set` overrides it was run with, as {PATH: VALUE} under `overrides`.
 Json with_overrides(Json j, const std::vector<std::string>& sets);
 
