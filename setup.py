@@ -1,7 +1,8 @@
 """The Python package (python/scalemodel) with its compiled engine, built by the project's CMake
 for the interpreter that installs it: `pip install --no-build-isolation .` (pyproject.toml).
 SCALEMODEL_BUILD_DIR names a CMake build directory to build in (default: one under pip's build
-directory)."""
+directory); one already configured is built as it is (its interpreter must be the installing one's,
+as it is for `make`'s build/ and /usr/bin/python3)."""
 import os
 import shutil
 import subprocess
@@ -17,8 +18,9 @@ ROOT = Path(__file__).resolve().parent
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
         build = Path(os.environ.get("SCALEMODEL_BUILD_DIR") or Path(self.build_temp).resolve() / "cmake")
-        subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                               f"-DPython_EXECUTABLE={sys.executable}"])
+        if not (build / "CMakeCache.txt").exists():
+            subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                                   f"-DPython_EXECUTABLE={sys.executable}"])
         subprocess.check_call(["cmake", "--build", str(build), "--target", "_core", "-j", str(os.cpu_count() or 1)])
         built = sorted((build / "python" / "scalemodel").glob("_core*.so"))
         if not built:

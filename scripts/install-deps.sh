@@ -10,6 +10,9 @@ pkgs+=(libopenmpi-dev openmpi-bin)
 # The Python module (build/python/scalemodel), its plots and its tests: Debian's interpreter and
 # libraries (CMake builds the module for /usr/bin/python3, where these are).
 pkgs+=(pybind11-dev python3-dev python3-pytest python3-matplotlib python3-pandas python3-numpy)
+# `pip install --no-build-isolation .` into a --system-site-packages venv (README; ctest
+# python_pip_install): Debian's venv module, pip and setuptools, nothing downloaded.
+pkgs+=(python3-venv python3-pip python3-setuptools)
 # `scalemodel explore`: the web server and the chart library the page loads from this machine.
 pkgs+=(libcpp-httplib-dev pkg-config libjs-chart.js)
 # .ci/run's browser test of the explorer: headless Chromium driven by Selenium.
