@@ -389,6 +389,8 @@ WANT='[parallelism]' good train --model llama3-8b --system dgx-h100 --gpus 16 --
 WANT='--max-num-seqs' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit vllm
 bad "--emit" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit vllm
 bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit megatron
+WANT='"autotp_size": 2' good train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --set parallel.tp=2 parallel.zero=1 --emit deepspeed
+bad "ZeRO 0 or 1 with pp > 1" train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --set parallel.pp=4 parallel.zero=2 --emit deepspeed
 
 # --format html: one self-contained page (the text report, charts and their tables; nothing fetched).
 WANT='<h2>Where the step time goes</h2>' good train --format html
@@ -398,6 +400,7 @@ WANT='<h2>Prefill (time to first token)</h2>' good infer --model llama3.1-8b --s
 WANT='time to first token' good infer --model llama3.1-8b --system dgx-h100 --gpus 1 --isl 1000 --osl 100 --concurrency 4 --format html
 WANT='<h2>Pareto front: output tokens/s per GPU, by tokens/s per user</h2>' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --ttft-ms 500 --tpot-ms 30 --format html --no-progress
 bad "--format" train --format htm
+bad "UTF-8" train --set $'model.name=\xc0\xc0'
 bad "--format" train --format html --emit megatron
 if "$BIN" train --format html </dev/null 2>/dev/null | grep -qiE '<script|<link|src=|@import|url\('; then
     note_fail "[train --format html] the page fetches something"

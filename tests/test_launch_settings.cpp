@@ -170,6 +170,82 @@ TEST(LaunchSettings, WhatAFrameworkCannotRunIsRefused) {
     EXPECT_NE(refusal(training_layouts()[2], "torchtitan").find("fill pipeline split"), std::string::npos);
 }
 
+// The dotted keys of a JSON object's leaves ("zero_optimization.stage").
+void json_names(const Json& j, const std::string& prefix, std::vector<std::string>& out) {
+    for (const auto& [key, value] : j.items()) {
+        const std::string name = prefix.empty() ? key : prefix + "." + key;
+        if (value.is_object()) json_names(value, name, out);
+        else out.push_back(name);
+    }
+}
+
+// DeepSpeed's emitted text: comment lines, then the config JSON.
+Json deepspeed_config(const std::string& text) {
+    const size_t brace = text.find("\n{");
+    EXPECT_NE(brace, std::string::npos) << text;
+    return Json::parse(text.substr(brace + 1));
+}
+
+std::vector<std::string> deepspeed_layouts() {
+    const std::string h = std::string("{") + kSystem + ", ";
+    return {
+        h + R"("model": {"preset": "llama3-8b"}, "parallel": {"tp": 2, "pp": 4, "dp": 2, "cp": 2, "cp_kind": "ulysses", "zero": 1,
+             "recompute": "selective", "microbatch": 2}, "training": {"global_batch": 64, "precision": "bf16"}})",
+        h + R"("model": {"preset": "mixtral-8x7b"}, "parallel": {"dp": 8, "ep": 8, "zero": 3, "offload": "optimizer", "recompute": "full"},
+             "training": {"global_batch": 64, "precision": "fp16"}})",
+    };
+}
+
+TEST(LaunchSettings, DeepSpeedConfigByHand) {
+    const std::set<std::string> known = known_names("deepspeed");
+    for (const std::string& doc : deepspeed_layouts()) {
+        std::vector<std::string> names;
+        json_names(deepspeed_config(launch(doc, "deepspeed")), "", names);
+        for (const std::string& name : names) EXPECT_TRUE(known.count(name)) << name;
+    }
+    const std::string t = launch(deepspeed_layouts()[0], "deepspeed");
+    const Json a = deepspeed_config(t);
+    EXPECT_EQ(a["train_batch_size"], 64);
+    EXPECT_EQ(a["train_micro_batch_size_per_gpu"], 2);
+    EXPECT_EQ(a["gradient_accumulation_steps"], 16);  // 64 / (2 x dp 2)
+    EXPECT_EQ(a["bf16"]["enabled"], true);
+    EXPECT_EQ(a["zero_optimization"]["stage"], 1);
+    EXPECT_FALSE(a["zero_optimization"].contains("offload_optimizer"));
+    EXPECT_EQ(a["tensor_parallel"]["autotp_size"], 2);
+    for (const char* line : {"num_stages=4, partition_method=\"uniform\"", "DistributedAttention over a group of 2 ranks",
+                             "recompute selective: deepspeed.checkpointing.checkpoint around each attention core"})
+        EXPECT_NE(t.find(line), std::string::npos) << line << " in\n" << t;
+    const std::string moe = launch(deepspeed_layouts()[1], "deepspeed");
+    const Json b = deepspeed_config(moe);
+    EXPECT_EQ(b["gradient_accumulation_steps"], 8);  // 64 / (1 x dp 8)
+    EXPECT_EQ(b["fp16"]["enabled"], true);
+    EXPECT_FALSE(b.contains("bf16"));
+    EXPECT_FALSE(b.contains("tensor_parallel"));
+    EXPECT_EQ(b["zero_optimization"]["stage"], 3);
+    EXPECT_EQ(b["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+    EXPECT_NE(moe.find("deepspeed.moe.layer.MoE(..., ep_size=8)"), std::string::npos) << moe;
+    EXPECT_NE(moe.find("around each transformer layer"), std::string::npos) << moe;
+    EXPECT_EQ(moe.find("PipelineModule"), std::string::npos);
+}
+
+TEST(LaunchSettings, DeepSpeedRefusesWhatItCannotRun) {
+    const auto refusal = [](const std::string& doc) {
+        const Scenario s = scenario(doc);
+        const Expected<std::string> t = training_launch(s, s.parallel, "deepspeed");
+        return t.ok() ? std::string("accepted") : t.error().message();
+    };
+    const std::string h = std::string("{") + kSystem + R"(, "model": {"preset": "llama3-8b"}, )";
+    // Its pipeline engine asserts ZeRO < 2; ZeRO 1 with the pipeline runs.
+    EXPECT_NE(refusal(h + R"("parallel": {"pp": 4, "dp": 2, "zero": 2}, "training": {"global_batch": 8}})").find("ZeRO 2 with pipeline parallelism 4"),
+              std::string::npos);
+    EXPECT_EQ(refusal(h + R"("parallel": {"pp": 4, "dp": 2, "zero": 1}, "training": {"global_batch": 8}})"), "accepted");
+    EXPECT_EQ(refusal(h + R"("parallel": {"dp": 8, "zero": 2}, "training": {"global_batch": 8}})"), "accepted");
+    EXPECT_NE(refusal(h + R"("parallel": {"dp": 8}, "training": {"global_batch": 8, "precision": "fp8"}})").find("fp8 training"),
+              std::string::npos);
+    EXPECT_NE(refusal(h + R"("parallel": {"tp": 2, "cp": 2, "cp_kind": "ring"}, "training": {"global_batch": 8}})").find("ring context parallelism"),
+              std::string::npos);
+}
+
 ServingPoint at(int64_t concurrency) {
     ServingPoint p;
     p.concurrency = concurrency;

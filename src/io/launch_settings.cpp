@@ -70,7 +70,7 @@ Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
         if (p.first_stage_layers > 0) a.push_back({"--decoder-first-pipeline-num-layers", std::to_string(p.first_stage_layers)});
         if (p.last_stage_layers > 0) a.push_back({"--decoder-last-pipeline-num-layers", std::to_string(p.last_stage_layers)});
     } else if (p.split == PipelineSplit::layout || p.split == PipelineSplit::fill || p.split == PipelineSplit::uniform) {
-        a.push_back({"--pipeline-model-parallel-layout", "\"" + layout_of(s, p) + "\""});
+        a.push_back({"--pipeline-model-parallel-layout", fmt::format("\"{}\"", layout_of(s, p))});
     } else {
         if (p.split == PipelineSplit::embedding || p.split == PipelineSplit::embedding_loss)
             a.push_back({"--account-for-embedding-in-pipeline-split", ""});
@@ -118,7 +118,7 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     std::vector<Setting> a = {{"trainer.strategy.tensor_model_parallel_size", std::to_string(p.tp)},
                               {"trainer.strategy.pipeline_model_parallel_size", std::to_string(p.pp)}};
     const bool listed = p.split == PipelineSplit::layout || p.split == PipelineSplit::fill || p.split == PipelineSplit::uniform;
-    if (listed) a.push_back({"trainer.strategy.pipeline_model_parallel_layout", "\"" + layout_of(s, p) + "\""});
+    if (listed) a.push_back({"trainer.strategy.pipeline_model_parallel_layout", fmt::format("\"{}\"", layout_of(s, p))});
     if (p.vp > 1 && !listed) a.push_back({"trainer.strategy.virtual_pipeline_model_parallel_size", std::to_string(p.vp)});
     if (p.first_stage_layers > 0) a.push_back({"trainer.strategy.num_layers_in_first_pipeline_stage", std::to_string(p.first_stage_layers)});
     if (p.last_stage_layers > 0) a.push_back({"trainer.strategy.num_layers_in_last_pipeline_stage", std::to_string(p.last_stage_layers)});
@@ -189,6 +189,50 @@ Expected<std::string> torchtitan(const Scenario& s, const ParallelConfig& p) {
         for (const Setting& x : settings) t += x.name + " = " + x.value + "\n";
     }
     return t;
+}
+
+// DeepSpeed's config JSON (data/frameworks/deepspeed.txt), with what is not a config key (the
+// pipeline module, the Ulysses group, which layers to checkpoint) said as comments before it.
+Expected<std::string> deepspeed(const Scenario& s, const ParallelConfig& p) {
+    if (auto e = unshipped(p, "deepspeed")) return *e;
+    if (p.pp > 1 && p.zero >= 2)
+        return refused("deepspeed", fmt::format("ZeRO {} with pipeline parallelism {}", p.zero, p.pp),
+                       "ZeRO 0 or 1 with pp > 1: DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                       "parallelism\" (runtime/pipe/engine.py); hold parallel.pp=1 or parallel.zero=1");
+    if (p.pp > 1 && p.split != PipelineSplit::even && p.split != PipelineSplit::uniform)
+        return refused("deepspeed", fmt::format("the {} pipeline split", to_string(p.split)),
+                       "an even or uniform split (PipelineModule partition_method=\"uniform\")");
+    const Precision prec = s.training.precision;
+    if (prec != Precision::bf16 && prec != Precision::fp16 && prec != Precision::fp32 && prec != Precision::tf32)
+        return refused("deepspeed", fmt::format("{} training", to_string(prec)), "bf16, fp16 or fp32 (its bf16 / fp16 sections)");
+    const int64_t accumulation = s.training.global_batch / (p.microbatch * p.dp);
+    Json cfg = {{"train_batch_size", s.training.global_batch},
+                {"train_micro_batch_size_per_gpu", p.microbatch},
+                {"gradient_accumulation_steps", accumulation}};
+    if (prec == Precision::bf16) cfg["bf16"] = {{"enabled", true}};
+    if (prec == Precision::fp16) cfg["fp16"] = {{"enabled", true}};
+    Json zero = {{"stage", p.zero}};
+    if (offloads_optimizer(p.offload)) zero["offload_optimizer"] = {{"device", "cpu"}};
+    cfg["zero_optimization"] = zero;
+    if (p.tp > 1) cfg["tensor_parallel"] = {{"autotp_size", p.tp}};
+    std::string t = fmt::format("# DeepSpeed (0.19): ds_config.json for {} on {} GPUs; deepspeed --num_gpus ... train.py --deepspeed_config "
+                                "ds_config.json\n",
+                                s.model.name, p.gpus());
+    if (p.tp > 1) t += fmt::format("# tensor parallelism {}: AutoTP training (tensor_parallel.autotp_size)\n", p.tp);
+    if (p.pp > 1)
+        t += fmt::format("# pipeline parallelism {}: the model as deepspeed.pipe.PipelineModule(layers, num_stages={}, "
+                         "partition_method=\"uniform\")\n",
+                         p.pp, p.pp);
+    if (p.cp > 1)
+        t += fmt::format("# sequence parallelism {}: DeepSpeed-Ulysses, attention wrapped in deepspeed.sequence.layer.DistributedAttention "
+                         "over a group of {} ranks\n",
+                         p.cp, p.cp);
+    if (s.model.moe.enabled() && p.ep > 1)
+        t += fmt::format("# expert parallelism {}: the MoE layers as deepspeed.moe.layer.MoE(..., ep_size={})\n", p.ep, p.ep);
+    if (p.recompute != Recompute::none)
+        t += fmt::format("# recompute {}: deepspeed.checkpointing.checkpoint around {} in the model's forward\n", to_string(p.recompute),
+                         p.recompute == Recompute::full ? "each transformer layer" : "each attention core");
+    return t + cfg.dump(2) + "\n";
 }
 
 // Tokens a request holds at most: the engine's maximum sequence length.
@@ -264,7 +308,7 @@ Expected<std::string> trtllm(const Scenario& s, const ParallelConfig& p, const S
 }  // namespace
 
 const std::vector<std::string>& training_launch_targets() {
-    static const std::vector<std::string> t = {"megatron", "nemo", "torchtitan"};
+    static const std::vector<std::string> t = {"megatron", "nemo", "torchtitan", "deepspeed"};
     return t;
 }
 const std::vector<std::string>& serving_launch_targets() {
@@ -276,7 +320,8 @@ Expected<std::string> training_launch(const Scenario& s, const ParallelConfig& p
     if (target == "megatron") return megatron(s, p);
     if (target == "nemo") return nemo(s, p);
     if (target == "torchtitan") return torchtitan(s, p);
-    return InputError{"--emit", std::string(target), "megatron, nemo or torchtitan for a training layout"};
+    if (target == "deepspeed") return deepspeed(s, p);
+    return InputError{"--emit", std::string(target), "megatron, nemo, torchtitan or deepspeed for a training layout"};
 }
 
 Expected<std::string> serving_launch(const Scenario& s, const ParallelConfig& p, const ServingPoint& pt, std::string_view target) {

@@ -13,7 +13,7 @@
 
 namespace sm {
 
-const std::vector<std::string>& training_launch_targets();  // megatron, nemo, torchtitan
+const std::vector<std::string>& training_launch_targets();  // megatron, nemo, torchtitan, deepspeed
 const std::vector<std::string>& serving_launch_targets();   // trtllm, vllm, sglang
 
 // The training layout `p` of scenario `s` for `target`, or an error naming --emit when the layout

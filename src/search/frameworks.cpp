@@ -29,7 +29,7 @@ const std::vector<Framework>& frameworks() {
          true, "the order of TorchTitan's device mesh", "0 (DDP), 2 or 3 (FSDP2)", "ring or all-gather"},
         // ZeRO stages 0-3; DeepSpeed-Ulysses sequence parallelism (all-to-all); the pipeline engine
         // runs plain 1F1B.
-        {"deepspeed", "DeepSpeed v0.16, deepspeed/runtime/zero/config.py, deepspeed/sequence/layer.py, deepspeed/runtime/pipe/schedule.py",
+        {"deepspeed", "DeepSpeed 0.19.6, data/frameworks/deepspeed.txt, runtime/pipe/schedule.py, sequence/layer.py",
          0xF, bit(CpKind::ulysses), false, "DeepSpeed's topology order", "0, 1, 2 or 3", "Ulysses"},
     };
     return all;
