@@ -26,7 +26,11 @@ const std::set<std::string, std::less<>> kOptions = {
     "systems",   "context",    "concurrency", "max-throughput", "sweep-batch", "ttft-ms", "tpot-ms",
     "disaggregated", "ops",    "stages", "threads"};
 
-ApiReply error_reply(int status, const std::string& line) { return {status, "application/json", Json{{"error", line}}.dump(), ""}; }
+// The line quotes what the request gave, which need not be UTF-8: such bytes become U+FFFD
+// (JSON text is UTF-8; a strict dump would throw).
+ApiReply error_reply(int status, const std::string& line) {
+    return {status, "application/json", Json{{"error", line}}.dump(-1, ' ', false, Json::error_handler_t::replace), ""};
+}
 ApiReply bad_request(const std::string& line) { return error_reply(400, line); }
 
 std::string option_value(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }

@@ -722,11 +722,26 @@ Json override_value(const std::string& text) {
     return v;
 }
 
+namespace {
+
+// Whether `s` is UTF-8 (what JSON text must be: a result naming a field's value is dumped later).
+bool is_utf8(const std::string& s) {
+    try {
+        (void)Json(s).dump();
+        return true;
+    } catch (const Json::type_error&) {
+        return false;
+    }
+}
+
+}  // namespace
+
 Expected<Json> apply_overrides(Json doc, const std::vector<std::string>& sets) {
     return capture([&] {
         for (const std::string& s : sets) {
             const auto eq = s.find('=');
             if (eq == std::string::npos || eq == 0) fail("--set", quote_input(s), "expected PATH=VALUE, e.g. parallel.tp=8");
+            if (!is_utf8(s)) fail("--set", quote_input(s), "UTF-8 text (a scenario is JSON, whose text is UTF-8)");
             const std::string path = s.substr(0, eq);
             const std::string value = s.substr(eq + 1);
             const Json v = override_value(value);
