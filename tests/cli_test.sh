@@ -390,7 +390,8 @@ WANT='--max-num-seqs' good serve-search --model llama3.1-8b --system dgx-h100 --
 bad "--emit" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit vllm
 bad "--emit" serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit megatron
 WANT='"autotp_size": 2' good train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --set parallel.tp=2 parallel.zero=1 --emit deepspeed
-bad "ZeRO 0 or 1 with pp > 1" train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --set parallel.pp=4 parallel.zero=2 --emit deepspeed
+bad "ZeRO 2 with pipeline parallelism 4" train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --set parallel.pp=4 parallel.zero=2 --emit deepspeed
+bad "parallel.zero" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --set parallel.pp=4 parallel.zero=2 --framework deepspeed
 
 # --format html: one self-contained page (the text report, charts and their tables; nothing fetched).
 WANT='<h2>Where the step time goes</h2>' good train --format html

@@ -65,6 +65,30 @@ TEST(Frameworks, NoLayoutOutsideWhatTheFrameworkShips) {
     }
 }
 
+// DeepSpeed's space is its stages at pp 1 and ZeRO 0 or 1 under its pipeline engine: exactly the
+// layouts of the space without that rule less those with pp > 1 and ZeRO 2 or 3, counts included.
+TEST(Frameworks, DeepSpeedPipelinesRunZeroZeroOrOne) {
+    const LayoutConstraints ds = under("deepspeed");
+    LayoutConstraints loose = ds;
+    loose.zero_stages_pipelined = 0xF;
+    const SearchResult r = searched(ds), all = searched(loose);
+    const auto runs = [](const ParallelConfig& p) { return p.pp == 1 || p.zero <= 1; };
+    std::vector<SearchHit> kept;
+    std::copy_if(all.best.begin(), all.best.end(), std::back_inserter(kept), [&](const SearchHit& h) { return runs(h.layout); });
+    ASSERT_LT(kept.size(), all.best.size());  // the space without the rule holds some it cannot run
+    ASSERT_EQ(r.best.size(), kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+        EXPECT_TRUE(r.best[i].layout == kept[i].layout) << i;
+        EXPECT_EQ(r.best[i].score, kept[i].score) << i;
+    }
+    EXPECT_TRUE(std::any_of(r.best.begin(), r.best.end(), [](const SearchHit& h) { return h.layout.pp > 1; }));
+    EXPECT_TRUE(std::any_of(r.best.begin(), r.best.end(), [](const SearchHit& h) { return h.layout.zero >= 2; }));
+    // Every layout is costed (top K holds them all) or pruned on memory, in both spaces.
+    EXPECT_EQ(r.stats.evaluated + r.stats.pruned_memory, r.stats.candidates - r.stats.pruned_domain);
+    EXPECT_LT(r.stats.candidates, all.stats.candidates);
+    EXPECT_EQ(r.stats.feasible, static_cast<int64_t>(r.best.size()));
+}
+
 TEST(Frameworks, AHeldFieldTheFrameworkLacksIsNamed) {
     LayoutConstraints f;
     f.tp_rows = 2;
@@ -83,6 +107,13 @@ TEST(Frameworks, AHeldFieldTheFrameworkLacksIsNamed) {
     f.cp = 4;
     EXPECT_EQ(restrict_to(f, *framework_named("deepspeed")).error().path, "parallel.cp_kind");
     f.cp = 1;  // at cp 1 the kind is no kind
+    EXPECT_TRUE(restrict_to(f, *framework_named("deepspeed")).ok());
+    f = {};
+    f.zero = 2;  // DeepSpeed's pipeline engine runs ZeRO 0 or 1 only
+    f.pp = 4;
+    EXPECT_EQ(restrict_to(f, *framework_named("deepspeed")).error().path, "parallel.zero");
+    EXPECT_TRUE(restrict_to(f, *framework_named("megatron")).ok());
+    f.pp = 1;
     EXPECT_TRUE(restrict_to(f, *framework_named("deepspeed")).ok());
     f = {};
     f.order = RankOrder::dp_tp_cp;

@@ -54,7 +54,9 @@ std::optional<InputError> unshipped(const ParallelConfig& p, std::string_view ta
                        "1D tensor parallelism: no framework ships SUMMA" + search);
     if (!Framework::ships_order(p.order))
         return refused(target, fmt::format("rank order {}", to_string(p.order)), fmt::format("tp-cp-dp-pp, {}{}", fw.order_note, search));
-    if (!fw.ships_zero(p.zero)) return refused(target, fmt::format("ZeRO {}", p.zero), fmt::format("ZeRO {}{}", fw.zero_note, search));
+    if (!fw.ships_zero(p.zero, p.pp))
+        return refused(target, p.pp > 1 ? fmt::format("ZeRO {} with pipeline parallelism {}", p.zero, p.pp) : fmt::format("ZeRO {}", p.zero),
+                       fmt::format("ZeRO {}{}", fw.zero_note, search));
     if (!fw.ships_cp(p.cp, p.cp_kind)) {
         const char* kind = p.cp_kind == CpKind::ulysses ? "Ulysses" : p.cp_kind == CpKind::ring ? "ring" : "all-gather";
         return refused(target, fmt::format("{} context parallelism", kind), fmt::format("{} context parallelism{}", fw.cp_note, search));
@@ -195,10 +197,6 @@ Expected<std::string> torchtitan(const Scenario& s, const ParallelConfig& p) {
 // pipeline module, the Ulysses group, which layers to checkpoint) said as comments before it.
 Expected<std::string> deepspeed(const Scenario& s, const ParallelConfig& p) {
     if (auto e = unshipped(p, "deepspeed")) return *e;
-    if (p.pp > 1 && p.zero >= 2)
-        return refused("deepspeed", fmt::format("ZeRO {} with pipeline parallelism {}", p.zero, p.pp),
-                       "ZeRO 0 or 1 with pp > 1: DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
-                       "parallelism\" (runtime/pipe/engine.py); hold parallel.pp=1 or parallel.zero=1");
     if (p.pp > 1 && p.split != PipelineSplit::even && p.split != PipelineSplit::uniform)
         return refused("deepspeed", fmt::format("the {} pipeline split", to_string(p.split)),
                        "an even or uniform split (PipelineModule partition_method=\"uniform\")");

@@ -27,10 +27,12 @@ const std::vector<Framework>& frameworks() {
         // context parallelism rotates K/V by all-gather or all-to-all (ring); Interleaved1F1B.
         {"torchtitan", "TorchTitan v0.2.2, data/frameworks/torchtitan.txt", 0b1101, bit(CpKind::ring) | bit(CpKind::all_gather),
          true, "the order of TorchTitan's device mesh", "0 (DDP), 2 or 3 (FSDP2)", "ring or all-gather"},
-        // ZeRO stages 0-3; DeepSpeed-Ulysses sequence parallelism (all-to-all); the pipeline engine
-        // runs plain 1F1B.
-        {"deepspeed", "DeepSpeed 0.19.6, data/frameworks/deepspeed.txt, runtime/pipe/schedule.py, sequence/layer.py",
-         0xF, bit(CpKind::ulysses), false, "DeepSpeed's topology order", "0, 1, 2 or 3", "Ulysses"},
+        // ZeRO stages 0-3, but 0 or 1 under its pipeline engine, which asserts "ZeRO-2 and ZeRO-3
+        // are incompatible with pipeline parallelism" (runtime/pipe/engine.py); DeepSpeed-Ulysses
+        // sequence parallelism (all-to-all); the pipeline engine runs plain 1F1B.
+        {"deepspeed", "DeepSpeed 0.19.6, data/frameworks/deepspeed.txt, runtime/pipe/engine.py, sequence/layer.py",
+         0xF, bit(CpKind::ulysses), false, "DeepSpeed's topology order", "0, 1, 2 or 3 (0 or 1 with pipeline parallelism)", "Ulysses",
+         0b0011},
     };
     return all;
 }
@@ -50,12 +52,15 @@ Expected<LayoutConstraints> restrict_to(LayoutConstraints f, const Framework& fw
         return refuse("parallel.order", std::string(to_string(*f.order)), "tp-cp-dp-pp, its default rank order");
     if (f.zero && !fw.ships_zero(*f.zero))
         return refuse("parallel.zero", std::to_string(*f.zero), "a ZeRO stage it ships");
+    if (f.zero && f.pp && !fw.ships_zero(*f.zero, *f.pp))
+        return refuse("parallel.zero", std::to_string(*f.zero), fmt::format("a ZeRO stage it runs with pipeline parallelism {}", *f.pp));
     if (f.cp_kind && !fw.ships_cp(f.cp.value_or(0), *f.cp_kind))
         return refuse("parallel.cp_kind", std::string(to_string(*f.cp_kind)), "a context-parallel kind it ships");
     if (f.vp && !fw.ships_vp(*f.vp)) return refuse("parallel.vp", std::to_string(*f.vp), "1: no interleaved pipeline schedule");
     f.tp_rows = 1;
     f.order = RankOrder::tp_cp_dp;
     f.zero_stages &= fw.zero_stages;
+    f.zero_stages_pipelined &= fw.zero_stages_pipelined;
     f.cp_kinds &= fw.cp_kinds;
     if (!fw.interleaving) f.vp = 1;
     return f;

@@ -23,11 +23,15 @@ struct Framework {
     std::string_view order_note;  // what its one rank order (tp-cp-dp-pp) is, in words
     std::string_view zero_note;   // its ZeRO stages, in words
     std::string_view cp_note;     // its context-parallel kinds, in words
+    unsigned zero_stages_pipelined = 0xF;  // the ZeRO stages it runs with pipeline parallelism (pp > 1)
 
     // No framework ships SUMMA or another rank order than tp-cp-dp-pp.
     [[nodiscard]] static bool ships_tp_rows(int64_t rows) { return rows == 1; }
     [[nodiscard]] static bool ships_order(RankOrder o) { return o == RankOrder::tp_cp_dp; }
     [[nodiscard]] bool ships_zero(int64_t zero) const { return (zero_stages >> zero & 1U) != 0; }
+    [[nodiscard]] bool ships_zero(int64_t zero, int64_t pp) const {
+        return ships_zero(zero) && (pp == 1 || (zero_stages_pipelined >> zero & 1U) != 0);
+    }
     // At cp 1 the kind is no kind.
     [[nodiscard]] bool ships_cp(int64_t cp, CpKind k) const { return cp == 1 || (cp_kinds >> static_cast<unsigned>(k) & 1U) != 0; }
     [[nodiscard]] bool ships_vp(int64_t vp) const { return vp == 1 || interleaving; }
@@ -37,8 +41,8 @@ const std::vector<Framework>& frameworks();
 const Framework* framework_named(std::string_view name);
 
 // `f` narrowed to what `fw` ships: 1D tensor parallelism (SUMMA is a what-if no framework runs),
-// the framework's default rank order, its ZeRO stages and context-parallel kinds, vp 1 without
-// interleaving. A field the scenario holds that `fw` does not ship is an error naming it.
+// the framework's default rank order, its ZeRO stages (those it runs with pipeline parallelism
+// where pp > 1) and context-parallel kinds, vp 1 without interleaving. A field the scenario holds that `fw` does not ship is an error naming it.
 Expected<LayoutConstraints> restrict_to(LayoutConstraints f, const Framework& fw);
 
 }  // namespace sm

@@ -92,10 +92,14 @@ struct Plan {
     std::vector<RankOrder> orders;  // placed when a task runs (place_shape): a plan keeps few bytes per layout shape
     std::vector<int64_t> microbatches;  // every divisor of the global batch, largest first
     std::vector<int64_t> zeros;
+    std::vector<int64_t> zeros_pipelined;  // those a framework runs with pipeline parallelism (pp > 1)
     std::vector<Task> tasks;
     int64_t candidates = 0, pruned_domain = 0;
     ParamCount params;  // the model's, counted once for every layout
 };
+
+// The ZeRO stages of shape s's layouts.
+const std::vector<int64_t>& zeros_of(const Plan& plan, const Shape& s) { return s.pp > 1 ? plan.zeros_pipelined : plan.zeros; }
 
 bool admits(const Shape& s, int64_t global_batch, int64_t microbatch) {
     return (global_batch / s.dp) % microbatch == 0;
@@ -194,7 +198,10 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     Plan plan;
     plan.params = count_params(m, c.training.lora);
     for (int64_t z = 0; z <= 3; ++z)
-        if (allowed(f.zero, z) && (f.zero_stages >> z & 1U) != 0) plan.zeros.push_back(z);
+        if (allowed(f.zero, z) && (f.zero_stages >> z & 1U) != 0) {
+            plan.zeros.push_back(z);
+            if ((f.zero_stages_pipelined >> z & 1U) != 0) plan.zeros_pipelined.push_back(z);
+        }
     const std::vector<int64_t> expert_degrees = m.moe.enabled() ? divisors(m.moe.experts) : std::vector<int64_t>{1};
 
     struct Group {
@@ -277,7 +284,6 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     plan.microbatches = divisors(gb);
     std::reverse(plan.microbatches.begin(), plan.microbatches.end());
     const std::vector<int64_t>& microbatches = plan.microbatches;
-    const auto n_zero = static_cast<int64_t>(plan.zeros.size());
     for (const Group& g : groups) {
         const int64_t tp = plan.shapes[g.begin].tp, cp = plan.shapes[g.begin].cp;
         const int64_t rows = plan.shapes[g.begin].tp_rows;
@@ -299,7 +305,8 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                     int64_t layouts = 0;
                     for (size_t i = g.begin; i < g.end; ++i)
                         if (admits(plan.shapes[i], gb, mb))
-                            layouts += n_modes * n_zero * static_cast<int64_t>(plan.shapes[i].vp_count * plan.shapes[i].place_count);
+                            layouts += n_modes * static_cast<int64_t>(zeros_of(plan, plan.shapes[i]).size() * plan.shapes[i].vp_count *
+                                                                      plan.shapes[i].place_count);
                     if (layouts == 0) continue;
                     t.microbatches[k] = true;
                     t.layouts += layouts;
@@ -395,7 +402,7 @@ void run_placement(const TaskScope& t, const Shape& s, const Placement& place, c
     p.order = place.order;
     const LayerCosts* costs = nullptr;
     double total_s = 0;  // one micro-batch through every stage, collectives included
-    for (int64_t z : t.plan.zeros) {
+    for (int64_t z : zeros_of(t.plan, s)) {
         if (s.static_bytes[static_cast<size_t>(z)] > t.capacity) {
             w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
             continue;
@@ -508,11 +515,12 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 };
                 if (t.floor_prunes && (lost_before_ops() || lost_on_compute())) {
                     const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
-                    for (int64_t z : plan.zeros)
+                    for (int64_t z : zeros_of(plan, s))
                         (s.static_bytes[static_cast<size_t>(z)] > t.capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
                     continue;
                 }
-                const bool some_zero_fits = std::any_of(plan.zeros.begin(), plan.zeros.end(), [&](int64_t z) {
+                const std::vector<int64_t>& zeros = zeros_of(plan, s);
+                const bool some_zero_fits = std::any_of(zeros.begin(), zeros.end(), [&](int64_t z) {
                     return s.static_bytes[static_cast<size_t>(z)] <= t.capacity;
                 });
                 const LayerCompute* key = some_zero_fits ? &computed() : nullptr;
@@ -542,8 +550,9 @@ bool in_space(const Plan& plan, const LayoutConstraints& f, int64_t global_batch
                                          [&](const Interleave& v) { return v.vp == p.vp && v.split == p.split; });
             const auto orders = plan.orders.begin() + static_cast<std::ptrdiff_t>(s.place_begin);
             const auto order = std::find(orders, orders + static_cast<std::ptrdiff_t>(s.place_count), p.order);
+            const std::vector<int64_t>& zeros = zeros_of(plan, s);
             if (!admits(s, global_batch, p.microbatch) || iv == vps + static_cast<std::ptrdiff_t>(s.vp_count) ||
-                order == orders + static_cast<std::ptrdiff_t>(s.place_count))
+                order == orders + static_cast<std::ptrdiff_t>(s.place_count) || std::find(zeros.begin(), zeros.end(), p.zero) == zeros.end())
                 return false;
             ParallelConfig q;  // what run_task builds from these entries
             hold_split(q, f);

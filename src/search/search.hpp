@@ -45,6 +45,7 @@ struct LayoutConstraints {
     // What a framework ships (search --framework, search/frameworks.hpp): the ZeRO stages (bit z)
     // and the context-parallel kinds (bit of the CpKind, at cp > 1) it has; all by default.
     unsigned zero_stages = 0xF;
+    unsigned zero_stages_pipelined = 0xF;  // of those, the stages it runs with pipeline parallelism (pp > 1)
     unsigned cp_kinds = 0x7;
     // A pipeline split named in the scenario (or first_last with the two counts); nullopt: each
     // (pp, vp) takes the split `auto` gives it, so the space holds every layout `train` runs.
