@@ -126,6 +126,32 @@ TEST(DatasetContextModels, MalformedEntriesNameTheirField) {
 }
 
 // A layout the tool refuses today is a skipped row with the refusal, not a failure of the set.
+// Expert parallelism wider than dp x cp is Megatron-Core's MoE parallel folding with experts whole
+// (expert tensor parallelism 1): 8 experts over tp 2 x dp 4 = 8 GPUs. Within dp x cp, or at tp 1,
+// the row's layout is read as given.
+TEST(TrainingRows, ExpertsWiderThanDataParallelAreFoldedWhole) {
+    const auto layout = [](const char* tp, const char* dp, const char* ep) {
+        const CsvRow r = row({{"id", "moe"}, {"model", "moe-x"}, {"layers", "4"}, {"hidden", "1024"}, {"heads", "16"}, {"kv_heads", "8"},
+                              {"ffn_hidden", "2048"}, {"ffn_act", "swiglu"}, {"vocab", "32000"}, {"seq_len", "2048"},
+                              {"moe_experts", "8"}, {"moe_top_k", "2"}, {"system", "dgx-h100"}, {"tp", tp}, {"pp", "1"},
+                              {"dp", dp}, {"cp", "1"}, {"ep", ep}, {"mbs", "1"}, {"gbs", "16"}, {"recompute", "none"},
+                              {"precision", "bf16"}, {"measured_step_time_s", "1.0"}});
+        const Expected<Json> doc = row_scenario(r);
+        EXPECT_TRUE(doc.ok());
+        return doc.ok() ? doc.value()["parallel"] : Json();
+    };
+    EXPECT_EQ(layout("2", "4", "8").value("etp", 0), 1);
+    EXPECT_FALSE(layout("2", "4", "4").contains("etp"));
+    EXPECT_FALSE(layout("1", "4", "8").contains("etp"));  // at tp 1 no rule is needed: ep 8 > dp 4 stays refused
+    const std::string csv = "id,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,seq_len,moe_experts,moe_top_k,system,tp,pp,dp,cp,"
+                            "ep,vp,mbs,gbs,sequence_parallel,zero,recompute,precision,measured_step_time_s,unpublished_fields\n"
+                            "folded,moe-x,4,1024,16,8,2048,swiglu,32000,2048,8,2,dgx-h100,2,1,4,1,8,1,1,16,true,1,none,bf16,1.0,\n";
+    const auto rep = run_validation("set", csv, std::nullopt);
+    ASSERT_TRUE(rep.ok());
+    ASSERT_EQ(rep->cases.size(), 1u) << (rep->skipped.empty() ? "" : rep->skipped[0]);
+    EXPECT_GT(rep->cases[0].predicted, 0);
+}
+
 TEST(DatasetContextModels, RefusedLayoutIsSkippedWithTheMessage) {
     const std::string csv = kHeader +
                             "odd,gpt-x,30,2048,16,16,8192,gelu,51200,2048,dgx-a100-80gb,1,4,2,1,1,8,1,64,false,0,none,fp16,1.0,,\n";

@@ -293,6 +293,15 @@ Expected<Json> row_scenario(const CsvRow& row) {
         if (model.contains("moe") && experts_own_split(row, prefix)) copy(layout, "etp", row, prefix + "moe_tp");
     };
     if (fixed_concurrency(row)) serving_layout(par, "");
+    // A training row's expert parallelism wider than dp x cp exists only as Megatron-Core's MoE
+    // parallel folding, experts whole on their GPUs (expert_tensor_parallel_size 1): with experts
+    // split tp ways, ep x tp would outnumber a stage's tp x dp x cp GPUs. Megatron-Bridge's Qwen3
+    // MoE recipes set it (scripts/performance/configs/qwen: expert_tensor_parallel_size=1).
+    if (is_training_row(row) && model.contains("moe")) {
+        const long long tp = degree_cell(field(row, "tp")), dp = degree_cell(field(row, "dp")), cp = degree_cell(field(row, "cp")),
+                        ep = degree_cell(field(row, "ep"));
+        if (tp > 1 && dp > 0 && cp > 0 && ep > dp * cp) par["etp"] = 1;
+    }
     doc["parallel"] = par;
     // A disaggregated deployment: each role's workers and layout.
     if (disaggregated(row)) {
