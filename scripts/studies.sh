@@ -122,6 +122,9 @@ L="sweep $V --mode search"
         echo '```'
         n=$((n + 1))
     done
+    echo
+    echo "## Ablation: the paper's assumptions, one at a time (scripts/studies/vit_ablation.py)"
+    python3 scripts/studies/vit_ablation.py "$BIN"
     cat scripts/studies/llm-vs-long-sequence.reading.md
 } >"$OUT/llm-vs-long-sequence.md"
 {
