@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -595,6 +596,55 @@ TEST(Scenario, EveryPresetPairBuilds) {
             auto s = build_scenario(doc, Purpose::search);
             EXPECT_TRUE(s.ok()) << m << " on " << sys << ": " << (s.ok() ? "" : s.error().message());
         }
+    }
+}
+
+// The dotted paths of a preset's figures (its sources, name and description left out).
+std::set<std::string> preset_fields(const Json& j, const std::string& prefix = "") {
+    std::set<std::string> out;
+    for (const auto& [key, value] : j.items()) {
+        if (prefix.empty() && (key == "sources" || key == "name" || key == "description")) continue;
+        if (value.is_object()) {
+            for (const std::string& f : preset_fields(value, prefix + key + ".")) out.insert(f);
+        } else {
+            out.insert(prefix + key);
+        }
+    }
+    return out;
+}
+
+// Presets of one family set the same fields, so that none falls back to a default its sibling
+// overrides (GB300 once lacked GB200's host memory and its 64-GPU use of a rack). The one
+// difference allowed, each with its reason: Blackwell Ultra lists no INT8 peak (cut to a small
+// fraction; int8 math is refused there). Every figure set has its source.
+TEST(Presets, FamiliesSetTheSameFields) {
+    const auto read = [](const std::string& name) {
+        std::ifstream in(std::string(SCALEMODEL_SOURCE_DIR) + "/presets/systems/" + name + ".json");
+        EXPECT_TRUE(in.good()) << name;
+        return Json::parse(in);
+    };
+    const std::set<std::string> blackwell_ultra_lacks = {"accelerator.matrix_flop_per_s.int8"};
+    const struct {
+        const char *a, *b;
+        const std::set<std::string>* b_lacks;
+    } families[] = {{"dgx-h100", "dgx-h200", nullptr}, {"dgx-b200", "dgx-b300", &blackwell_ultra_lacks},
+                    {"gb200-nvl72", "gb300-nvl72", &blackwell_ultra_lacks}};
+    for (const auto& f : families) {
+        SCOPED_TRACE(std::string(f.a) + " / " + f.b);
+        const Json a = read(f.a), b = read(f.b);
+        std::set<std::string> fa = preset_fields(a), fb = preset_fields(b);
+        if (f.b_lacks)
+            for (const std::string& k : *f.b_lacks) {
+                EXPECT_TRUE(fa.count(k)) << k;
+                EXPECT_FALSE(fb.count(k)) << k;
+                fa.erase(k);
+            }
+        EXPECT_EQ(fa, fb);
+        for (const Json* p : {&a, &b})
+            for (const std::string& field : preset_fields(*p))
+                // calibration has one "efficiency" source and docs/CALIBRATION.md; a name is a label
+                if (!field.starts_with("efficiency.") && field != "accelerator.name")
+                    EXPECT_TRUE((*p)["sources"].contains(field)) << (*p)["name"] << ": no source for " << field;
     }
 }
 
