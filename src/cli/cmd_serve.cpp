@@ -300,11 +300,11 @@ Runner add_serve_search(CLI::App& app, const Io& io) {
             return headroom + hits + (d ? disagg_text(*s, *d, r) : std::string());
         };
         if (o->format == "html") {
-            // Alternatives, not parts of a whole: no shares.
             const auto label = [](const ServeHit& h) {
                 const ParallelConfig& p = h.layout;
                 return fmt::format("tp{} pp{} dp{}{} C{}", p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" ep{}", p.ep) : "", h.point.concurrency);
             };
+            // Alternatives, not parts of a whole: no shares.
             BarChart best{"Output tokens/s per GPU of the configurations that meet the targets", "tokens/s", 1.0, {}, false};
             for (const ServeHit& h : r.best)
                 best.bars.emplace_back(label(h), h.point.output_tokens_per_s_per_gpu);
