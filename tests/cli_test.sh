@@ -400,6 +400,7 @@ WANT='<h2>Tokens per second per GPU of the best layout per GPU count</h2>' good 
 WANT='<h2>Prefill (time to first token)</h2>' good infer --model llama3.1-8b --system dgx-h100 --gpus 1 --isl 1000 --osl 100 --format html
 WANT='time to first token' good infer --model llama3.1-8b --system dgx-h100 --gpus 1 --isl 1000 --osl 100 --concurrency 4 --format html
 WANT='<h2>Pareto front: output tokens/s per GPU, by tokens/s per user</h2>' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --ttft-ms 500 --tpot-ms 30 --format html --no-progress
+WANT='<h2>Mean |error| per group</h2>' good validate --format html
 bad "--format" train --format htm
 bad "UTF-8" train --set $'model.name=\xc0\xc0'
 bad "--format" train --format html --emit megatron

@@ -252,7 +252,8 @@ Runner add_validate(CLI::App& app, const Io& io) {
                     "context file NAME.context.json beside NAME.csv, when there, is read too: its overrides apply to "
                     "every row");
     cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
-    cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "json", "markdown", "csv"}));
+    cmd->add_option("--format", o->format, "output format (html: one self-contained page with each group's error charted)")
+        ->check(CLI::IsMember({"text", "json", "markdown", "csv", "html"}));
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
@@ -289,6 +290,16 @@ Runner add_validate(CLI::App& app, const Io& io) {
         const Json j = report_json(rep);
         if (o->format == "json") return emit_json(io, j);
         if (o->format == "csv") return emit_checked(io, j, report_csv(rep));
+        if (o->format == "html") {
+            // Groups are alternatives, not parts of a whole: no shares.
+            BarChart mean{"Mean |error| per group", "%", 0.01, {}, false}, worst{"Worst |error| per group", "%", 0.01, {}, false};
+            for (const auto& [name, g] : j["groups"].items()) {
+                mean.bars.emplace_back(name, g["mean_abs_error"].get<double>());
+                worst.bars.emplace_back(name, g["max_abs_error"].get<double>());
+            }
+            return emit_html(io, j, o->dataset.empty() ? "scalemodel validate: the built-in data sets" : "scalemodel validate: " + o->dataset,
+                             report_text(rep, false), {mean, worst});
+        }
         return emit_checked(io, j, report_text(rep, o->format == "markdown"));
     };
 }
