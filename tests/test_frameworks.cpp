@@ -14,16 +14,22 @@ using namespace testing;
 
 // Llama 2 13B cut to 8 layers at 8K tokens on 16 A100s: every axis (SUMMA, cp kinds, ZeRO,
 // interleaving, orders across 4-GPU domains) has room.
-SearchResult searched(const LayoutConstraints& f) {
-    const Scenario s = scenario(R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192},
-                                    "system": {"preset": "dgx-a100-40gb", "scale_up": {"domain_gpus": 4}},
-                                    "training": {"global_batch": 16, "precision": "bf16"}})",
-                                Purpose::search);
+Scenario small_space() {
+    return scenario(R"({"model": {"preset": "llama2-13b", "layers": 8, "seq_len": 8192},
+                        "system": {"preset": "dgx-a100-40gb", "scale_up": {"domain_gpus": 4}},
+                        "training": {"global_batch": 16, "precision": "bf16"}})",
+                    Purpose::search);
+}
+SearchOptions every_layout() {
     SearchOptions o;
     o.gpus = 16;
     o.top_k = 100000;
     o.threads = 2;
-    return search_layouts({s.model, s.system, s.training}, f, o);
+    return o;
+}
+SearchResult searched(const LayoutConstraints& f) {
+    const Scenario s = small_space();
+    return search_layouts({s.model, s.system, s.training}, f, every_layout());
 }
 
 LayoutConstraints under(const char* name) {
@@ -87,6 +93,16 @@ TEST(Frameworks, DeepSpeedPipelinesRunZeroZeroOrOne) {
     EXPECT_EQ(r.stats.evaluated + r.stats.pruned_memory, r.stats.candidates - r.stats.pruned_domain);
     EXPECT_LT(r.stats.candidates, all.stats.candidates);
     EXPECT_EQ(r.stats.feasible, static_cast<int64_t>(r.best.size()));
+    // A layout costed alone is in DeepSpeed's space only with a stage its pipeline engine runs.
+    const Scenario s = small_space();
+    const TrainContext c{s.model, s.system, s.training};
+    const auto piped = std::find_if(r.best.begin(), r.best.end(), [](const SearchHit& h) { return h.layout.pp > 1; });
+    ASSERT_NE(piped, r.best.end());
+    EXPECT_TRUE(cost_in_space(c, ds, every_layout(), piped->layout).has_value());
+    ParallelConfig sharded = piped->layout;
+    sharded.zero = 2;
+    EXPECT_FALSE(cost_in_space(c, ds, every_layout(), sharded).has_value());
+    EXPECT_TRUE(cost_in_space(c, loose, every_layout(), sharded).has_value());
 }
 
 TEST(Frameworks, AHeldFieldTheFrameworkLacksIsNamed) {
