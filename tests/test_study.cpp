@@ -754,7 +754,16 @@ TEST(Study, SearchPointWithoutAGpuCountIsAnError) {
         const PointOutcome p = evaluate_point(doc, o, 1);
         EXPECT_EQ(p.status, PointStatus::error) << parallel;
         EXPECT_NE(p.message.find("--gpus"), std::string::npos) << parallel << ": " << p.message;
+        EXPECT_EQ(p.value, 0) << parallel;
+        // Such points run no search, so none is another's twin.
+        EXPECT_EQ(twin_groups(2, [&](size_t) -> Expected<Json> { return doc; }, o), (std::vector<size_t>{0, 1})) << parallel;
     }
+    // One GPU is a GPU count: the point searches (a 4-layer 7B model fits on one A100).
+    o.gpus = 1;
+    const Json one = Json::parse(R"({"model": {"preset": "llama2-7b", "layers": 4}, "system": {"preset": "dgx-a100-80gb"},
+                                     "training": {"global_batch": 8}})");
+    const PointOutcome p = evaluate_point(one, o, 1);
+    EXPECT_EQ(p.status, PointStatus::ok) << p.message;
 }
 
 // Points that differ only in what cannot change the winner (energy figures, the host tier without
