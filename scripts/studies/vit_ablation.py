@@ -54,6 +54,11 @@ def cumulative(i):
     return [s for _, sets in STEPS[: i + 1] for s in sets]
 
 
+def step_name(i):
+    """The first step by its name; the last, which holds every assumption, as all of them."""
+    return STEPS[0][0] if i == 0 else "all of the paper's assumptions"
+
+
 def domain_table():
     print("| step | A100: domain 4 | domain 64 | gain | H200: domain 4 | domain 64 | gain |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -78,7 +83,7 @@ def summa_table():
         pts, cmd = sweep(cumulative(i), ["system.scale_up.domain_gpus=4,64", "parallel.tp_rows=2,4,8"])
         commands.append(cmd)
         t = times(pts, "system.scale_up.domain_gpus")
-        print(f"| {STEPS[i][0] if i == 0 else 'all of the paper' + chr(39) + 's assumptions'} | {t[4]:.1f} s | {t[64]:.1f} s | {t[4] / t[64]:.2f}x |")
+        print(f"| {step_name(i)} | {t[4]:.1f} s | {t[64]:.1f} s | {t[4] / t[64]:.2f}x |")
     print("| the paper | | | 1.89x |")
     return commands
 
@@ -95,7 +100,7 @@ def capacity_table():
         for domain in (8, 64):
             t = {(p["inputs"]["model.preset"], p["inputs"]["system.accelerator.memory_bytes"]): p["step_time_s"]
                  for p in pts if p.get("status") == "ok" and p["inputs"]["system.scale_up.domain_gpus"] == domain}
-            row = [STEPS[i][0] if i == 0 else "all of the paper's assumptions", str(domain)]
+            row = [step_name(i), str(domain)]
             for model in ("gpt3-175b", "vit-era5"):
                 a, b = t[(model, 40e9)], t[(model, 192e9)]
                 row += [f"{a:.2f} s", f"{b:.2f} s", f"{a / b:.2f}x"]

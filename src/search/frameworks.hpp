@@ -42,7 +42,8 @@ const Framework* framework_named(std::string_view name);
 
 // `f` narrowed to what `fw` ships: 1D tensor parallelism (SUMMA is a what-if no framework runs),
 // the framework's default rank order, its ZeRO stages (those it runs with pipeline parallelism
-// where pp > 1) and context-parallel kinds, vp 1 without interleaving. A field the scenario holds that `fw` does not ship is an error naming it.
+// where pp > 1) and context-parallel kinds, vp 1 without interleaving. A field the scenario holds
+// that `fw` does not ship is an error naming it.
 Expected<LayoutConstraints> restrict_to(LayoutConstraints f, const Framework& fw);
 
 }  // namespace sm

@@ -513,13 +513,13 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                     computed();
                     return t.beaten(step_time_floor_s(c, p, compute_total_s));
                 };
+                const std::vector<int64_t>& zeros = zeros_of(plan, s);
                 if (t.floor_prunes && (lost_before_ops() || lost_on_compute())) {
                     const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
-                    for (int64_t z : zeros_of(plan, s))
+                    for (int64_t z : zeros)
                         (s.static_bytes[static_cast<size_t>(z)] > t.capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
                     continue;
                 }
-                const std::vector<int64_t>& zeros = zeros_of(plan, s);
                 const bool some_zero_fits = std::any_of(zeros.begin(), zeros.end(), [&](int64_t z) {
                     return s.static_bytes[static_cast<size_t>(z)] <= t.capacity;
                 });
@@ -535,9 +535,8 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
 // rule cuts, a micro-batch the batch does not admit. The layout is rebuilt from the plan's
 // entries as run_task builds it and must equal p.
 bool in_space(const Plan& plan, const LayoutConstraints& f, int64_t global_batch, const ParallelConfig& p) {
-    const auto zero = std::find(plan.zeros.begin(), plan.zeros.end(), p.zero);
     const auto mb = std::find(plan.microbatches.begin(), plan.microbatches.end(), p.microbatch);
-    if (zero == plan.zeros.end() || mb == plan.microbatches.end()) return false;
+    if (mb == plan.microbatches.end()) return false;
     const auto k = static_cast<size_t>(mb - plan.microbatches.begin());
     for (const Task& t : plan.tasks) {
         if (t.sp != p.sequence_parallel || t.cp_kind != p.cp_kind || !t.microbatches[k] || !t.recompute.at(static_cast<size_t>(p.recompute)))
@@ -550,9 +549,11 @@ bool in_space(const Plan& plan, const LayoutConstraints& f, int64_t global_batch
                                          [&](const Interleave& v) { return v.vp == p.vp && v.split == p.split; });
             const auto orders = plan.orders.begin() + static_cast<std::ptrdiff_t>(s.place_begin);
             const auto order = std::find(orders, orders + static_cast<std::ptrdiff_t>(s.place_count), p.order);
+            // The shape's ZeRO stages (a subset of the plan's) say whether p.zero is searched here.
             const std::vector<int64_t>& zeros = zeros_of(plan, s);
+            const auto zero = std::find(zeros.begin(), zeros.end(), p.zero);
             if (!admits(s, global_batch, p.microbatch) || iv == vps + static_cast<std::ptrdiff_t>(s.vp_count) ||
-                order == orders + static_cast<std::ptrdiff_t>(s.place_count) || std::find(zeros.begin(), zeros.end(), p.zero) == zeros.end())
+                order == orders + static_cast<std::ptrdiff_t>(s.place_count) || zero == zeros.end())
                 return false;
             ParallelConfig q;  // what run_task builds from these entries
             hold_split(q, f);
