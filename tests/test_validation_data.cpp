@@ -265,5 +265,26 @@ TEST(ServingRows, BackendsScheduleAndReserveAsTheyRunByDefault) {
     EXPECT_EQ(trtllm["parallel"]["tp"], 2);
 }
 
+// The batch each attention-DP rank ran (per_rank_batch) is the measurement's: clients a whole
+// multiple K of per_rank_batch x attention_dp were served by K instances, so dp = clients /
+// per_rank_batch; a batch that matches the clients, or one that does not divide them, leaves
+// the layout as given.
+TEST(ServingRows, ClientsBeyondTheMeasuredBatchAreSpreadOverInstances) {
+    auto dp_of = [](const char* adp, const char* per_rank, const char* clients) {
+        const Json d = row_scenario(CsvRow{{"model", "m"},         {"layers", "2"},   {"hidden", "64"},     {"heads", "4"},
+                                           {"kv_heads", "2"},      {"ffn_hidden", "128"}, {"ffn_act", "swiglu"}, {"vocab", "100"},
+                                           {"system", "dgx-h100"}, {"tp", "2"},       {"pp", "1"},          {"attention_dp", adp},
+                                           {"per_rank_batch", per_rank}, {"input_len", "10"}, {"output_len", "5"},
+                                           {"concurrency", clients}, {"backend", "trtllm"}, {"serving_mode", "agg"}})
+                           .value();
+        return d["parallel"].value("dp", Json(1)).get<int64_t>();
+    };
+    EXPECT_EQ(dp_of("1", "14", "448"), 32);  // 448 clients at 14 a rank: 32 instances of tp 2
+    EXPECT_EQ(dp_of("2", "8", "64"), 8);     // 2 ranks an instance, 4 instances
+    EXPECT_EQ(dp_of("2", "32", "64"), 2);    // the batch covers the clients: as given
+    EXPECT_EQ(dp_of("1", "6", "64"), 1);     // 64 / 6 is no whole number: as given
+    EXPECT_EQ(dp_of("1", "", "64"), 1);      // no batch published: as given
+}
+
 }  // namespace
 }  // namespace sm

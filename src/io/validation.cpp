@@ -292,7 +292,19 @@ Expected<Json> row_scenario(const CsvRow& row) {
         if (model.contains("moe")) copy(layout, "ep", row, prefix + "moe_ep");
         if (model.contains("moe") && experts_own_split(row, prefix)) copy(layout, "etp", row, prefix + "moe_tp");
     };
-    if (fixed_concurrency(row)) serving_layout(par, "");
+    if (fixed_concurrency(row)) {
+        serving_layout(par, "");
+        // The requests in flight on each attention-DP rank (per_rank_batch) are the measured
+        // batch. Where the clients are a whole multiple K > 1 of per_rank_batch x attention_dp,
+        // they were spread over K instances of the layout (a router in front of K copies): one
+        // instance cannot hold them (Qwen3-32B, 448 clients of 15,500 tokens on 2 GB200: 0.75 s
+        // to first token measured, 900 GB of cache needed).
+        const long long per_rank = degree_cell(field(row, "per_rank_batch")), adp = degree_cell(field(row, "attention_dp")),
+                        clients = degree_cell(field(row, "concurrency"));
+        if (!field(row, "per_rank_batch").empty() && per_rank > 0 && adp > 0 && clients > per_rank * adp &&
+            clients % (per_rank * adp) == 0)
+            par["dp"] = clients / per_rank;
+    }
     // A training row's expert parallelism wider than dp x cp exists only as Megatron-Core's MoE
     // parallel folding, experts whole on their GPUs (expert_tensor_parallel_size 1): with experts
     // split tp ways, ep x tp would outnumber a stage's tp x dp x cp GPUs. Megatron-Bridge's Qwen3
