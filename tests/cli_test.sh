@@ -227,6 +227,7 @@ done
     bad "--request-rate" infer "$base" --request-rate 2 --concurrency 4
     bad "--seed" infer "$base" --seed 3
     bad "inference.prefill_schedule" infer "$base" --concurrency 2 --set inference.prefill_schedule=eager
+    bad "inference.activation_quantisation" infer "$base" --concurrency 2 --set inference.activation_quantisation=eager
     bad "inference.cuda_graph_max_batch" infer "$base" --concurrency 2 --set inference.cuda_graph_max_batch=-1
     bad "--sweep-batch" infer "$base" --max-throughput --sweep-batch 1:8:x2
     bad "inference.prefill_chunk_tokens" infer "$base" --concurrency 4 --set inference.prefill_chunk_tokens=0

@@ -74,6 +74,26 @@ TEST(Quantisation, CurrentScalingCostsAnExtraKernelAndItsTraffic) {
     EXPECT_NEAR(c.dgrad_s - d.dgrad_s, 16777216.0 / 1e12 + 1e-6, 1e-15);
 }
 
+// A serving engine's fused quantisation (inference.activation_quantisation fused): the producer
+// writes X quantised with calibrated scales, so the forward cast is only that write (NVFP4: 0.5 B
+// + 1/16 B of scales per element, no read, no amax pass; fp8 under any recipe: 1 B) and no kernel
+// of its own. kG: 4,194,304 input elements; round_system's 1 TB/s at full efficiency.
+TEST(Quantisation, ACastInItsProducerIsTheQuantisedWriteAlone) {
+    CostContext fused = low(Precision::fp4);
+    fused.cast_in_producer = true;
+    EXPECT_DOUBLE_EQ(cast_bytes_fwd(kG, fused), kX * 0.5625);  // 2,359,296
+    CostContext fp8 = low(Precision::fp8, Fp8Recipe::current);
+    fp8.cast_in_producer = true;
+    EXPECT_DOUBLE_EQ(cast_bytes_fwd(kG, fp8), kX * 1.0);
+    SystemSpec sys = testing::round_system();
+    sys.eff.kernel_latency_s = 1e-6;
+    const Op op = weight_gemm(kG);
+    const OpCost separate = cost_op(op, sys, low(Precision::fp4)), in_producer = cost_op(op, sys, fused);
+    // Separate: 19,136,512 B and two kernels (amax, cast); fused: 2,359,296 B and none.
+    EXPECT_NEAR(separate.fwd_s - in_producer.fwd_s, (19136512.0 - 2359296.0) / 1e12 + 2e-6, 1e-15);
+    EXPECT_DOUBLE_EQ(separate.fwd_bytes - in_producer.fwd_bytes, 19136512.0 - 2359296.0);
+}
+
 // Transformer Engine casts a sequence-parallel shard to fp8 before all-gathering it: a
 // column-parallel GEMM at tp 4 casts a quarter of its input rows (3 B per element of X: 12,582,912
 // B in full, 3,145,728 B for the quarter); its backward casts are unchanged.

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "io/scenario.hpp"
+#include "inference/inference.hpp"
 #include "io/validation.hpp"
 
 namespace sm {
@@ -260,6 +261,12 @@ TEST(ServingRows, BackendsScheduleAndReserveAsTheyRunByDefault) {
     EXPECT_EQ(tr.prefill_schedule, PrefillSchedule::mixed);
     EXPECT_EQ(tr.kv_reservation, KvReservation::full);
     EXPECT_EQ(tr.cuda_graph_max_batch, 128);
+    // All three quantise activations in the kernel that produces them; a scenario without an
+    // engine casts in kernels of its own.
+    for (const InferenceSpec* e : {&sg, &vl, &tr}) EXPECT_EQ(e->activation_quantisation, ActivationQuantisation::fused);
+    EXPECT_EQ(InferenceSpec{}.activation_quantisation, ActivationQuantisation::separate);
+    EXPECT_TRUE(inference_cost_context(tr).cast_in_producer);
+    EXPECT_FALSE(inference_cost_context(InferenceSpec{}).cast_in_producer);
     // Attention data-parallel ranks are replicas.
     EXPECT_EQ(trtllm["parallel"]["dp"], 2);
     EXPECT_EQ(trtllm["parallel"]["tp"], 2);

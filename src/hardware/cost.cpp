@@ -105,11 +105,12 @@ double sustained_matrix_peak(const SystemSpec& sys, Precision p) {
 Quantisation quantisation(const CostContext& ctx) {
     // NVFP4 (NVIDIA, "Pretraining LLMs with NVFP4", arXiv:2509.25149): one E4M3 scale per 16
     // elements under a per-tensor fp32 scale, which needs the tensor's amax first.
-    if (ctx.operand_bytes < 1) return {true, 1.0 / 16};
+    // A cast in its producer has its per-tensor scale calibrated: no amax pass in either format.
+    if (ctx.operand_bytes < 1) return {!ctx.cast_in_producer, 1.0 / 16};
     if (ctx.operand_bytes >= ctx.act_bytes) return {};
     switch (ctx.fp8_recipe) {
         case Fp8Recipe::delayed: return {};
-        case Fp8Recipe::current: return {true, 0};
+        case Fp8Recipe::current: return {!ctx.cast_in_producer, 0};
         case Fp8Recipe::mxfp8: return {false, 1.0 / 32};  // OCP MX: one E8M0 byte per 32 elements
     }
     return {};
@@ -135,7 +136,9 @@ double cast_bytes_fwd(const GemmShape& g, const CostContext& ctx) {
     if (ctx.operand_bytes >= ctx.act_bytes) return 0;
     const Quantisation q = quantisation(ctx);
     const double x = g.batch * g.m * g.k;
-    return x * (ctx.act_bytes + ctx.operand_bytes + q.scale_bytes) + (q.amax_pass ? x * ctx.act_bytes : 0.0);
+    // Cast in its producer: X is in registers already, only its quantised copy is written.
+    const double read = ctx.cast_in_producer ? 0.0 : x * ctx.act_bytes;
+    return read + x * (ctx.operand_bytes + q.scale_bytes) + (q.amax_pass ? x * ctx.act_bytes : 0.0);
 }
 
 double cast_bytes_bwd(const GemmShape& g, const CostContext& ctx) {
@@ -222,7 +225,8 @@ OpCost cost_op(const Op& op, const SystemSpec& sys, const CostContext& given) {
             }
             if (op.weight && ctx.operand_bytes < ctx.act_bytes) {
                 const double fwd_cast = cast_bytes_fwd(g, ctx) * op.cast_rows_share;
-                const double kernels = quantisation(ctx).amax_pass ? 2.0 : 1.0;  // amax reduction, then cast
+                // amax reduction, then cast; none when the producer casts
+                const double kernels = ctx.cast_in_producer ? 0.0 : quantisation(ctx).amax_pass ? 2.0 : 1.0;
                 c.fwd_s += memory_time_s(fwd_cast, sys) + kernels * lat;
                 c.fwd_bytes += fwd_cast;
                 c.dgrad_s += memory_time_s(cast_bytes_bwd(g, ctx), sys) + kernels * lat;

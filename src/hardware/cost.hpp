@@ -14,6 +14,10 @@ struct CostContext {
     double weight_bytes = 2;  // weights as stored in HBM
     double kv_bytes = 2;      // K/V cache elements
     Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // scaling of 8-bit operands
+    // The activation operand arrives quantised from the kernel that produced it, its scales
+    // calibrated (a serving engine's fused quantisation): no cast kernel, no amax pass, the
+    // quantised copy and its block scales written.
+    bool cast_in_producer = false;
 };
 
 // The scaling work that quantising one GEMM operand adds to its cast, per element.

@@ -214,6 +214,7 @@ CostContext inference_cost_context(const InferenceSpec& s) {
     // in registers); the K/V reads of attention in the cache's format.
     ctx.weight_bytes = bytes_per_element(s.weight_precision);
     ctx.kv_bytes = bytes_per_element(s.kv_precision);
+    ctx.cast_in_producer = s.activation_quantisation == ActivationQuantisation::fused;
     return ctx;
 }
 

@@ -21,6 +21,12 @@ constexpr std::string_view to_string(PrefillSchedule p) { return p == PrefillSch
 enum class WindowCache { window, sequence };
 constexpr std::string_view to_string(WindowCache w) { return w == WindowCache::window ? "window" : "sequence"; }
 constexpr std::string_view to_string(KvReservation k) { return k == KvReservation::full ? "full" : "average"; }
+// Where a low-precision GEMM's activation operand is quantised (InferenceSpec::activation_quantisation).
+enum class ActivationQuantisation {
+    separate,  // a cast kernel of its own per GEMM, after an amax pass where the format needs one
+    fused,     // by the kernel that produces it (norm, activation, all-reduce), scales calibrated
+};
+constexpr std::string_view to_string(ActivationQuantisation q) { return q == ActivationQuantisation::fused ? "fused" : "separate"; }
 
 // An inference workload: `batch` requests of `input_len` prompt tokens generating `output_len`.
 struct InferenceSpec {
@@ -51,6 +57,14 @@ struct InferenceSpec {
     // LLM's generated CUDA-graph batch list without padding (llm_args.py, CudaGraphConfig:
     // 1-31, 32, 64, 128); vLLM captures up to min(2 max_num_seqs, 512). 0: no graphs.
     int64_t cuda_graph_max_batch = 128;
+    // How an 8- or 4-bit GEMM's activation operand is quantised. `separate` (the default, as an
+    // unfused framework runs it): its own cast kernel per GEMM, NVFP4 after an amax reduction
+    // over the tensor. `fused`: the kernel that produces the activation (RMSNorm, the gated
+    // activation, the all-reduce's residual + norm) writes it quantised, with per-tensor scales
+    // calibrated offline (ModelOpt checkpoints' input_scale) and block scales computed in
+    // registers: no kernel, no amax pass, only the quantised copy written. The engines' profiles
+    // (presets/engines/) say which they run.
+    ActivationQuantisation activation_quantisation = ActivationQuantisation::separate;
     // What a sliding-window layer's cache holds per request (model.sliding_window): `window`, its
     // last window of tokens (a cyclic or trimmed cache: vLLM's sliding-window manager, TensorRT-LLM
     // before 1.1); `sequence`, blocks for the whole sequence (TensorRT-LLM from PR #6768, Aug 2025:

@@ -321,7 +321,7 @@ std::string system_schema_markdown() {
     o += "\nIts `training` section (besides `global_batch`, `precision`, the choices and LoRA: see "
          "SPEC.md):\n\n";
     o += spec_table(kTraining, "training");
-    o += "\nIts `inference` section (besides the precisions, `kv_reservation`, `prefill_schedule` and `window_cache`):\n\n";
+    o += "\nIts `inference` section (besides the precisions, `kv_reservation`, `prefill_schedule`, `window_cache` and `activation_quantisation`):\n\n";
     o += spec_table(kInference, "inference");
     return o;
 }

@@ -664,6 +664,9 @@ InferenceSpec read_inference(ObjectReader r) {
     s.prefill_schedule =
         r.choice("prefill_schedule", "mixed", {"mixed", "separate"}) == "separate" ? PrefillSchedule::separate : PrefillSchedule::mixed;
     s.window_cache = r.choice("window_cache", "window", {"window", "sequence"}) == "sequence" ? WindowCache::sequence : WindowCache::window;
+    s.activation_quantisation = r.choice("activation_quantisation", "separate", {"separate", "fused"}) == "fused"
+                                    ? ActivationQuantisation::fused
+                                    : ActivationQuantisation::separate;
     r.ignore("engine");  // its profile's fields are already in the section (resolve_engine)
     r.finish();
     return s;
