@@ -227,6 +227,7 @@ done
     bad "--request-rate" infer "$base" --request-rate 2 --concurrency 4
     bad "--seed" infer "$base" --seed 3
     bad "inference.prefill_schedule" infer "$base" --concurrency 2 --set inference.prefill_schedule=eager
+    bad "model.linear_attention.value_heads" infer "$base" --concurrency 2 --set model.linear_attention.full_attention_interval=4 --set model.linear_attention.key_heads=4 --set model.linear_attention.value_heads=6
     bad "inference.activation_quantisation" infer "$base" --concurrency 2 --set inference.activation_quantisation=eager
     bad "inference.cuda_graph_max_batch" infer "$base" --concurrency 2 --set inference.cuda_graph_max_batch=-1
     bad "--sweep-batch" infer "$base" --max-throughput --sweep-batch 1:8:x2
@@ -304,6 +305,9 @@ WANT='"window_cache": "sequence"' good infer "$ex/infer-llama2-70b-h100.json" --
 WANT="Sliding window 512 tokens on 50% of the layers" good infer "$ex/infer-llama2-70b-h100.json" --max-throughput \
     --set model.sliding_window=512 --set model.sliding_window_pattern=2
 bad "model.sliding_window" infer "$ex/infer-llama2-70b-h100.json" --set model.sliding_window=-5
+# Gated DeltaNet (Qwen3.5): served at a fixed concurrency; Gated DeltaNet layers keep a state, not K/V.
+WANT="time to first token" good infer "$ex/infer-llama2-70b-h100.json" --concurrency 4 --set model.preset=qwen3.5-397b-a17b \
+    --set system.preset=dgx-b200 --set parallel.tp=8 --set inference.precision=bf16
 # The serving benchmark: a closed loop reports means and percentiles, the steady state beside
 # them; an open loop names its rate and seed.
 WANT='"ttft_s_p99"' good infer "$ex/infer-llama2-70b-h100.json" --concurrency 8 --format json

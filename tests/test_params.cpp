@@ -61,6 +61,16 @@ TEST(Params, Qwen3HeadsWiderThanHiddenOverHeads) {
     const ParamCount big = count_params(preset("qwen3-235b-a22b"));
     EXPECT_NEAR(big.total() / 1e9, 235.1, 0.1);
     EXPECT_NEAR(big.active() / 1e9, 22.2, 0.1);
+    // Qwen3.5-397B-A17B (model card: 397B total, 17B activated), by hand: 60 MoE FFNs of 512
+    // experts 3 x 4,096 x 1,024 (6.442B), a router (2.1M) and a shared expert (12.6M); 15 attention
+    // layers of q 4,096 x 8,192, k and v 4,096 x 512 each, o 8,192 x 4,096 (71.3M); 45 Gated
+    // DeltaNet mixers of in_proj 4,096 x 20,608, conv taps 12,288 x 4, 256 gate/decay values,
+    // out_proj 8,192 x 4,096 (118.0M); two 248,320 x 4,096 vocabulary matrices (2.034B); norms.
+    // 395,842,780,416 total, 16,845,470,976 active with 10 experts a token; the full-attention layers' output gate
+    // (0.5B) and the vision encoder are not modelled.
+    const ParamCount q35 = count_params(preset("qwen3.5-397b-a17b"));
+    EXPECT_DOUBLE_EQ(q35.total(), 395842780416.0);
+    EXPECT_DOUBLE_EQ(q35.active(), 16845470976.0);
 }
 
 TEST(Params, GatedFfnWithBiasesAndExpertsByHand) {
@@ -145,8 +155,9 @@ TEST(Params, EveryPresetParses) {
         auto s = parse_system(j.value(), name);
         EXPECT_TRUE(s.ok()) << name << ": " << (s.ok() ? "" : s.error().message());
     }
-    EXPECT_EQ(model_preset_names().size(), 32u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE + Nemotron-H
+    EXPECT_EQ(model_preset_names().size(), 33u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE + Nemotron-H
     // + the served models of issue 33: Llama 3.1 8B/70B, gpt-oss 20b/120b, Qwen3 8B/32B, DeepSeek-R1
+    // + Qwen3.5-397B-A17B (Gated DeltaNet, issue 30)
     EXPECT_EQ(system_preset_names().size(), 10u);  // SPEC's 8, dgx-b300, gb300-nvl72
 }
 

@@ -364,7 +364,7 @@ TEST(Scenario, EveryParallelFieldIsBounded) {
 }
 
 // Every model field is refused past its table range naming its path (from the preset that has the
-// field's section: MoE, MLA, an image, Mamba); the table's ranges of a few by hand.
+// field's section: MoE, MLA, an image, Mamba, Gated DeltaNet); the table's ranges of a few by hand.
 TEST(Scenario, EveryModelFieldIsBounded) {
     EXPECT_EQ(model_field("layers").hi, 100000);
     EXPECT_EQ(model_field("seq_len").hi, double(int64_t{1} << 27));
@@ -376,6 +376,7 @@ TEST(Scenario, EveryModelFieldIsBounded) {
         const char* preset = field.starts_with("moe.") ? "mixtral-8x7b" : field.starts_with("mla.") ? "deepseek-v3"
                              : field.starts_with("image.")                                          ? "vit-era5"
                              : field.starts_with("mamba.")                                          ? "nemotron-h-56b"
+                             : field.starts_with("linear_attention.")                               ? "qwen3.5-397b-a17b"
                                                                                                      : "llama3-70b";
         // A ViT has no vocabulary, MLA no head_dim, and seq_len follows the image's patches.
         const std::string text = fmt::format(R"({{"model": {{"preset": "{}"}}, "system": {{"preset": "dgx-h100"}}}})", preset);

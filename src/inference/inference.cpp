@@ -293,8 +293,23 @@ double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
     return stage + std::max(embed, head);
 }
 
+double recurrent_state_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s) {
+    if (!m.linear_attention.enabled()) return 0.0;
+    // Per Gated DeltaNet layer and request: this rank's value heads' [key_head_dim,
+    // value_head_dim] states in fp32 (SGLang's --mamba-ssm-dtype default float32) and the
+    // convolution's last conv_kernel - 1 inputs over q, k and v in the activation format.
+    const LinearAttentionSpec& a = m.linear_attention;
+    const double tp = as_d(p.tp);
+    const double state = as_d(a.value_heads) / tp * as_d(a.key_head_dim) * as_d(a.value_head_dim) * 4.0;
+    const double conv = as_d(2 * a.key_dim() + a.value_dim()) / tp * as_d(a.conv_kernel - 1) * act_bytes(s);
+    const double layers = as_d(count_layers(m, LayerKind::linear, 0, m.layers)) / as_d(p.pp);
+    return layers * as_d(s.batch) * (state + conv);
+}
+
 double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double tokens) {
-    const double layers = as_d(m.layers) / as_d(p.pp);
+    // Only layers that attend in full keep K/V per token; Gated DeltaNet layers keep a state of
+    // fixed size per request instead.
+    const double layers = as_d(m.layers - count_layers(m, LayerKind::linear, 0, m.layers)) / as_d(p.pp);
     // Per token and layer: K and V of this rank's KV heads; MLA caches the compressed latent and
     // the shared RoPE key (kv_lora_rank + qk_rope_head_dim, DeepSeek-V2 sec. 2.1.2), which every
     // TP rank needs whole (all its heads read it).
@@ -305,7 +320,7 @@ double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const
     // for it too (inference.window_cache).
     const double f = s.window_cache == WindowCache::window ? windowed_layer_share(m) : 0.0;
     const double held = (1.0 - f) * tokens + f * std::min(tokens, as_d(m.sliding_window));
-    return layers * as_d(s.batch) * held * per_token * bytes_per_element(s.kv_precision);
+    return layers * as_d(s.batch) * held * per_token * bytes_per_element(s.kv_precision) + recurrent_state_bytes_per_gpu(m, p, s);
 }
 
 InferMemory inference_memory(const InferContext& c, const ParallelConfig& p, int64_t batch) {

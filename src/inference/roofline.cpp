@@ -59,7 +59,11 @@ void add_phase(std::vector<RooflineRow>& rows, const char* phase, const InferCon
     add_block(rows, phase, "embedding", 1, embedding_ops(c.model, layer), sys, ctx, spans);
     const LayerKindSet kinds = layer_kinds(c.model);
     for (const LayerKind k : kinds)
-        add_block(rows, phase, kinds.size() == 1 ? "layer" : k == LayerKind::moe ? "moe layer" : "dense layer",
+        add_block(rows, phase,
+                  kinds.size() == 1            ? "layer"
+                  : k == LayerKind::linear     ? "linear layer"
+                  : k == LayerKind::moe        ? "moe layer"
+                                               : "dense layer",
                   as_d(count_layers(c.model, k, 0, c.model.layers)), layer_ops(c.model, layer, k), sys, ctx, spans);
     add_block(rows, phase, "head", 1, head_ops(c.model, head, false), sys, ctx, spans);
     const GroupSpan& tp = spans.span[idx(CommGroup::tp)];

@@ -212,6 +212,15 @@ constexpr std::array kModel{
     NumericField{"mamba.expand", "1", 1, 64, "2", "d_inner = expand x hidden"},
     NumericField{"mamba.conv_kernel", "taps", 1, 64, "4", "causal depthwise convolution width"},
     NumericField{"mamba.chunk", "tokens", 1, 65536, "128", "SSD scan chunk (Megatron-Core's chunk_size); divides seq_len"},
+    NumericField{"linear_attention.full_attention_interval", "layers", 1, 100000, "required in linear_attention",
+                 "layer i keeps full attention when i + 1 is a multiple (Qwen3.5: 4); the others are Gated DeltaNet"},
+    NumericField{"linear_attention.key_heads", "heads", 1, kMaxHeads, "16", "Gated DeltaNet query/key heads (Qwen3.5-397B: 16)"},
+    NumericField{"linear_attention.value_heads", "heads", 1, kMaxHeads, "32",
+                 "Gated DeltaNet value heads, each with its own state; a multiple of key_heads (Qwen3.5-397B: 64)"},
+    NumericField{"linear_attention.key_head_dim", "elements", 1, kMaxDim, "128", "per-head query/key width (the state's rows)"},
+    NumericField{"linear_attention.value_head_dim", "elements", 1, kMaxDim, "128", "per-head value width (the state's columns)"},
+    NumericField{"linear_attention.conv_kernel", "taps", 1, 64, "4", "causal depthwise convolution width over q, k, v"},
+    NumericField{"linear_attention.chunk", "tokens", 1, 65536, "64", "prompt chunk of the chunked delta rule (flash-linear-attention: 64)"},
 };
 
 constexpr double kMaxDegree = double(int64_t{1} << 20);

@@ -88,6 +88,7 @@ Json stages_json(const std::vector<StageReport>& stages) {
                        {"mamba_layers", s.load.blocks[idx(LayerKind::mamba)]},
                        {"mlp_layers", s.load.blocks[idx(LayerKind::mlp)]},
                        {"attention_layers", s.load.blocks[idx(LayerKind::attention)]},
+                       {"linear_layers", s.load.blocks[idx(LayerKind::linear)]},
                        {"embedding", s.load.embedding},
                        {"head", s.load.head},
                        {"chunks", chunks},

@@ -202,6 +202,38 @@ void read_hybrid(ObjectReader& r, ModelSpec& m) {
              fmt::format("must divide model.seq_len ({}): the scan runs in whole chunks", m.seq_len));
 }
 
+// model.linear_attention: Gated DeltaNet on every layer but each full_attention_interval-th
+// (Qwen3-Next, Qwen3.5). Read after the rest of the model; what it is not modelled with is refused
+// by name.
+void read_linear_attention(ObjectReader& r, ModelSpec& m) {
+    auto c = r.child("linear_attention");
+    if (!c) return;
+    const std::string where = r.path_of("linear_attention");
+    LinearAttentionSpec& a = m.linear_attention;
+    a.full_attention_interval = model_count(*c, "linear_attention.full_attention_interval", std::nullopt, m.layers);
+    a.key_heads = model_count(*c, "linear_attention.key_heads", a.key_heads);
+    a.value_heads = model_count(*c, "linear_attention.value_heads", a.value_heads);
+    a.key_head_dim = model_count(*c, "linear_attention.key_head_dim", a.key_head_dim);
+    a.value_head_dim = model_count(*c, "linear_attention.value_head_dim", a.value_head_dim);
+    a.conv_kernel = model_count(*c, "linear_attention.conv_kernel", a.conv_kernel);
+    a.chunk = model_count(*c, "linear_attention.chunk", a.chunk);
+    c->finish();
+    if (a.value_heads % a.key_heads != 0)
+        fail(where + ".value_heads", std::to_string(a.value_heads),
+             fmt::format("a multiple of linear_attention.key_heads ({}): value heads share the key heads in groups", a.key_heads));
+    const std::pair<bool, const char*> clashes[] = {
+        {m.kind != ModelKind::decoder, "model.kind \"decoder\""},
+        {m.hybrid(), "no model.hybrid_pattern"},
+        {m.attention_kind == AttentionKind::mla, "model.attention_kind \"mha\""},
+        {m.sliding_window > 0, "no model.sliding_window"},
+        {m.mtp_layers > 0, "model.mtp_layers 0"},
+        {m.moe.enabled() && (m.moe.first_dense_layers > 0 || m.moe.interval != 1),
+         "every layer's FFN of one kind (model.moe.first_dense_layers 0 and interval 1)"},
+    };
+    for (const auto& [clash, needs] : clashes)
+        if (clash) fail(where, "an object", fmt::format("Gated DeltaNet layers are modelled with {}", needs));
+}
+
 ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullptr) {
     ObjectReader r(j, path);
     r.record_into(sink);
@@ -295,6 +327,7 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
         fail(r.path_of("sliding_window_pattern"), show(j.at("sliding_window_pattern")), "only with model.sliding_window");
     }
     read_hybrid(r, m);
+    read_linear_attention(r, m);
     r.finish();
     if (m.attention_kind == AttentionKind::mla && m.kv_heads != m.heads)
         fail(path + ".kv_heads", std::to_string(m.kv_heads), fmt::format("must equal model.heads ({}) with attention_kind mla (every head has its own K and V)", m.heads));

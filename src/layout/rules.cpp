@@ -48,6 +48,8 @@ void summa_grid(Violations& v, const ModelSpec& m, const ParallelConfig& p) {
         return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled with multi-token prediction (model.mtp_layers)");
     if (m.hybrid())
         return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled for a hybrid Mamba model (model.hybrid_pattern)");
+    if (m.linear_attention.enabled())
+        return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is not modelled for Gated DeltaNet layers (model.linear_attention)");
     if (m.attention_kind == AttentionKind::mla)
         return broken(v, "parallel.tp_rows", got, "1: SUMMA (tp_rows > 1) is modelled for multi-head and grouped-query attention, not MLA");
     if (!divides(v, p.tp, m.hidden, "parallel.tp", "model.hidden (SUMMA splits it over the whole grid)")) return;
@@ -117,14 +119,18 @@ void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelCon
                fmt::format("parallel.tp / parallel.etp ({}): the experts spread over the tensor-parallel GPUs", p.tp / p.etp));
 }
 
-// A hybrid Mamba model trains without context parallelism (the scan would pass its state
-// between the ranks' chunks: not modelled) and without LoRA (no adapter targets in a mixer).
+// A hybrid Mamba model or a Gated DeltaNet one trains without context parallelism (the scan
+// would pass its state between the ranks' chunks: not modelled) and without LoRA (no adapter
+// targets in a mixer).
 void hybrid_training(Violations& v, const ModelSpec& m, const TrainingSpec& t, int64_t cp) {
-    if (!m.hybrid()) return;
+    if (!m.recurrent()) return;
+    const char* field = m.hybrid() ? "model.hybrid_pattern" : "model.linear_attention";
+    const char* layers = m.hybrid() ? "Mamba" : "Gated DeltaNet";
     if (cp > 1)
-        return broken(v, "parallel.cp", std::to_string(cp), "1 with model.hybrid_pattern: context parallelism of Mamba layers is not modelled");
+        return broken(v, "parallel.cp", std::to_string(cp),
+                      fmt::format("1 with {}: context parallelism of {} layers is not modelled", field, layers));
     if (t.lora.enabled())
-        broken(v, "training.method", "\"lora\"", "\"full\" with model.hybrid_pattern: LoRA of Mamba layers is not modelled");
+        broken(v, "training.method", "\"lora\"", fmt::format("\"full\" with {}: LoRA of {} layers is not modelled", field, layers));
 }
 
 }  // namespace

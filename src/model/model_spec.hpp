@@ -69,6 +69,29 @@ struct MambaSpec {
     bool operator==(const MambaSpec&) const = default;
 };
 
+// Gated DeltaNet linear attention (Yang, Kautz & Hatamizadeh, ICLR 2025, "Gated Delta Networks:
+// Improving Mamba2 with Delta Rule"; Qwen3-Next's and Qwen3.5's Qwen3NextGatedDeltaNet) in place
+// of full attention on most layers: layer i keeps full attention when i + 1 is a multiple of
+// `full_attention_interval` (Qwen3.5: 4), the others mix tokens through in_proj_qkvz [h -> 2 key
+// dim + 2 value dim] and in_proj_ba [h -> 2 value heads] (the decay and the write strength per
+// value head), a causal depthwise convolution of conv_kernel taps over q, k and v, the gated delta
+// rule over a [key_head_dim, value_head_dim] state per value head (chunks of `chunk` tokens in a
+// prompt, one recurrent update per decoded token), a gated RMSNorm by z and out_proj [value dim ->
+// h]. Value heads share the key heads in groups (value_heads / key_heads of them).
+struct LinearAttentionSpec {
+    int64_t full_attention_interval = 0;  // 0: every layer attends in full
+    int64_t key_heads = 16;
+    int64_t value_heads = 32;
+    int64_t key_head_dim = 128;
+    int64_t value_head_dim = 128;
+    int64_t conv_kernel = 4;
+    int64_t chunk = 64;
+    [[nodiscard]] bool enabled() const { return full_attention_interval > 0; }
+    [[nodiscard]] int64_t key_dim() const { return key_heads * key_head_dim; }
+    [[nodiscard]] int64_t value_dim() const { return value_heads * value_head_dim; }
+    bool operator==(const LinearAttentionSpec&) const = default;
+};
+
 struct MoeSpec {
     int64_t experts = 0;  // 0: dense
     int64_t top_k = 0;
@@ -94,11 +117,13 @@ struct MoeSpec {
 // The kinds of block a model can hold; block costs and parameters are per kind. dense and moe
 // are transformer blocks (attention then FFN); a hybrid model (model.hybrid_pattern) stacks
 // single-purpose blocks instead: a Mamba-2 mixer, an FFN alone, attention alone (Megatron-Core's
-// hybrid stack: "M", "-", "*"), each with its own norm and residual.
-enum class LayerKind { dense, moe, mamba, mlp, attention };
-inline constexpr size_t kLayerKinds = 5;
-inline constexpr std::array<LayerKind, kLayerKinds> kAllLayerKinds = {LayerKind::dense, LayerKind::moe, LayerKind::mamba,
-                                                                      LayerKind::mlp, LayerKind::attention};
+// hybrid stack: "M", "-", "*"), each with its own norm and residual. linear is a transformer
+// block whose attention is Gated DeltaNet (model.linear_attention), its FFN the model's (MoE when
+// the model has experts).
+enum class LayerKind { dense, moe, mamba, mlp, attention, linear };
+inline constexpr size_t kLayerKinds = 6;
+inline constexpr std::array<LayerKind, kLayerKinds> kAllLayerKinds = {LayerKind::dense, LayerKind::moe,       LayerKind::mamba,
+                                                                      LayerKind::mlp,   LayerKind::attention, LayerKind::linear};
 // A model holds at most three of them: dense and MoE, or a hybrid's three.
 inline constexpr size_t kMaxKindsHeld = 3;
 inline size_t idx(LayerKind k) { return static_cast<size_t>(k); }
@@ -162,11 +187,18 @@ struct ModelSpec {
     // an FFN, "*" attention (Megatron-Core's hybrid_override_pattern). Empty: transformer blocks.
     std::string hybrid_pattern;
     MambaSpec mamba;  // the "M" layers'
+    LinearAttentionSpec linear_attention;  // Gated DeltaNet layers (LayerKind::linear)
 
     [[nodiscard]] int64_t head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
     [[nodiscard]] int64_t q_dim() const { return heads * head_dim(); }  // hidden unless model.head_dim differs
     [[nodiscard]] int64_t kv_dim() const { return kv_heads * head_dim(); }
     [[nodiscard]] bool hybrid() const { return !hybrid_pattern.empty(); }
+    // Layers that carry a recurrent state along the sequence (Mamba-2 mixers, Gated DeltaNet).
+    [[nodiscard]] bool recurrent() const { return hybrid() || linear_attention.enabled(); }
+    // The FFN of a transformer block of kind k: a linear-attention block's is the model's own.
+    [[nodiscard]] LayerKind ffn_kind(LayerKind k) const {
+        return k == LayerKind::linear ? (moe.enabled() ? LayerKind::moe : LayerKind::dense) : k;
+    }
     bool operator==(const ModelSpec&) const = default;
 };
 

@@ -436,6 +436,62 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
 }
 
+// Gated DeltaNet (model.linear_attention; Qwen3NextGatedDeltaNet) on this rank's heads, the
+// tensor-parallel group's tokens: in_proj_qkvz and in_proj_ba fused column-parallel, the causal
+// depthwise convolution with SiLU over q, k and v, the gated delta rule, the gated RMSNorm per
+// value head (no tp collective) and out_proj row-parallel; the block leaves the tensor-parallel
+// region after it. The rule's state is [key_head_dim, value_head_dim] per value head, kept in fp32
+// (kStateBytes). A prompt runs it in chunks of C tokens in the WY form (flash-linear-attention's
+// chunk_gated_delta_rule, Yang et al. 2025 sec. 3.3): per chunk and value head, K K^T and Q K^T
+// ([C, C] over the key dim), the WY products W and U ([C, dk + dv] over C), the incoming state's
+// reads W S and Q S ([C, dv] over dk), the state update K^T U ([dk, dv] over C) and the intra-chunk
+// output ([C, dv] over C): batched products at efficiency.scan_max, the chunk states moved in
+// fp32. A decode step updates each request's state once per token instead (fused_recurrent: read
+// and write the state, about 7 dk dv FLOP per value head), and the convolution reads and writes
+// its conv_kernel - 1 cached inputs. The products are the step's per-group core (core_projection):
+// a step mixing prompts and decodes runs each form on its own sequences (inference's block_ops).
+constexpr double kStateBytes = 4.0;
+
+void gated_deltanet(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
+    const LinearAttentionSpec& a = m.linear_attention;
+    const double tp = static_cast<double>(s.tp);
+    const double kh = static_cast<double>(a.key_heads) / tp, vh = static_cast<double>(a.value_heads) / tp;
+    const double dk = static_cast<double>(a.key_head_dim), dv = static_cast<double>(a.value_head_dim);
+    const double kd = kh * dk, vd = vh * dv, conv = 2.0 * kd + vd;
+    const double c = static_cast<double>(a.chunk);
+
+    enter_tp_region(out.comms, s, d.tokens * d.h * d.e, true);
+    weight_gemm(out, s, "gdn_in_proj", {d.tokens, 2.0 * kd + 2.0 * vd + 2.0 * vh, d.h, 1}, d.tokens_sp * d.h * d.e,
+                LoraTarget::linear_qkv, Split::column);
+    const double conv_elems = d.tokens * conv;
+    // A decoding request reads and writes its cached conv_kernel - 1 inputs besides the new one.
+    const double conv_cache = s.decode ? 2.0 * s.batch * static_cast<double>(a.conv_kernel - 1) * conv * d.e : 0.0;
+    out.ops.push_back(elementwise_op("gdn_conv1d", 2.0 * conv_elems * d.e + conv_cache, conv_elems * d.e, 2.0,
+                                     (2.0 * static_cast<double>(a.conv_kernel) + kSiluFlop) * conv_elems));
+    const double qk_bytes = d.tokens * kd * d.e, v_bytes = d.tokens * vd * d.e;  // q or k; v or the output
+    auto core = [](Op op) {
+        op.core_projection = true;
+        return op;
+    };
+    if (s.decode) {
+        const double states = s.batch * vh * dk * dv;
+        const double per_token = d.tokens * vh * dk * dv;
+        out.ops.push_back(core(elementwise_op("gdn_recurrent", 2.0 * states * kStateBytes + 2.0 * qk_bytes + 2.0 * v_bytes,
+                                              0.0, 2.0, 7.0 * per_token)));
+    } else {
+        const double n = d.tokens / c * vh;  // chunks x value heads
+        const double states = n * dk * dv * kStateBytes;
+        out.ops.push_back(core(ssd_product("gdn_chunk_kkt", {c, c, dk, 2.0 * n}, 2.0 * qk_bytes + n * c * c * kStateBytes,
+                                           2.0 * qk_bytes + v_bytes)));
+        out.ops.push_back(core(ssd_product("gdn_chunk_wy", {c, dk + dv, c, n}, n * c * c * kStateBytes + qk_bytes + 2.0 * v_bytes, 0.0)));
+        out.ops.push_back(core(ssd_product("gdn_chunk_state", {dk, dv, c, n}, qk_bytes + v_bytes + 2.0 * states, 0.0)));
+        out.ops.push_back(core(ssd_product("gdn_chunk_inter", {c, dv, dk, 2.0 * n}, 2.0 * qk_bytes + states, 0.0)));
+        out.ops.push_back(core(ssd_product("gdn_chunk_intra", {c, dv, c, n}, n * c * c * kStateBytes + 2.0 * v_bytes, 0.0)));
+    }
+    out.ops.push_back(elementwise_op("gdn_gated_norm", 3.0 * v_bytes, 2.0 * v_bytes, 2.0, (kRmsNormFlop + kSiluFlop) * v_bytes / d.e));
+    weight_gemm(out, s, "gdn_out_proj", {d.tokens, d.h, vd, 1}, v_bytes, LoraTarget::linear_proj, Split::row);
+}
+
 // Multi-head latent attention as Megatron-Core builds it (megatron/core/transformer/
 // multi_latent_attention.py, MLASelfAttention): the down projections are TELinear with
 // parallel_mode "duplicated" (replicated on every TP rank, run on the rank's own tokens: T/tp under
@@ -703,7 +759,9 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
 
     norm(out, "attn_norm", m, d, d.h);
     norm_stats(out, m, s, d);
-    if (m.attention_kind == AttentionKind::mla)
+    if (kind == LayerKind::linear)
+        gated_deltanet(out, m, s, d);
+    else if (m.attention_kind == AttentionKind::mla)
         mla(out, m, s, d);
     else
         mha(out, m, s, d);
@@ -715,10 +773,11 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
     // Under sequence parallelism an MoE block routes each rank's own tokens (feed_forward): it
     // enters the tensor-parallel region only for its shared experts, whose gather, like the dense
     // FFN's, feeds a low-precision up projection alone.
-    const bool own_tokens = kind == LayerKind::moe && s.sequence_parallel && s.tp > 1;
+    const LayerKind ffn = m.ffn_kind(kind);
+    const bool own_tokens = ffn == LayerKind::moe && s.sequence_parallel && s.tp > 1;
     const bool tp_region = !own_tokens || m.moe.shared_experts > 0;
     if (tp_region) enter_tp_region(out.comms, s, full_act, true);
-    feed_forward(out, m, s, d, kind);
+    feed_forward(out, m, s, d, ffn);
     if (tp_region) leave_tp_region(out.comms, s, full_act);
     residual(out, "ffn_residual", m, d);
 }
@@ -733,6 +792,7 @@ void attention_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, Layer
     reset(out);
     if (kind == LayerKind::mamba || kind == LayerKind::mlp) return;
     const Dims d = dims(m, s);
+    if (kind == LayerKind::linear) return gated_deltanet(out, m, s, d);
     // A hybrid model's attention block is multi-head (layer_ops); the others follow the model.
     if (kind != LayerKind::attention && m.attention_kind == AttentionKind::mla)
         mla(out, m, s, d);

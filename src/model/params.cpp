@@ -21,7 +21,7 @@ std::string_view to_string(ModelKind k) {
 }
 
 std::string_view to_string(LayerKind k) {
-    constexpr std::array<std::string_view, kLayerKinds> names = {"dense", "moe", "mamba", "mlp", "attention"};
+    constexpr std::array<std::string_view, kLayerKinds> names = {"dense", "moe", "mamba", "mlp", "attention", "linear"};
     return names[idx(k)];
 }
 
@@ -48,6 +48,9 @@ LayerKind hybrid_kind(char c) { return c == 'M' ? LayerKind::mamba : c == '*' ? 
 
 LayerKind layer_kind(const ModelSpec& m, int64_t layer) {
     if (m.hybrid()) return hybrid_kind(m.hybrid_pattern[static_cast<size_t>(layer)]);
+    // Linear attention: every layer's FFN is of one kind (scenario rules), full attention on every
+    // interval-th.
+    if (m.linear_attention.enabled() && (layer + 1) % m.linear_attention.full_attention_interval != 0) return LayerKind::linear;
     const bool moe = m.moe.enabled() && layer >= m.moe.first_dense_layers && (layer + 1) % m.moe.interval == 0;
     return moe ? LayerKind::moe : LayerKind::dense;
 }
@@ -71,6 +74,12 @@ int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end
         const auto first = m.hybrid_pattern.begin();
         return std::count_if(first + begin, first + end, [k](char c) { return hybrid_kind(c) == k; });
     }
+    if (m.linear_attention.enabled()) {
+        // Layers i in [begin, end) with (i + 1) a multiple of the interval attend in full.
+        const int64_t p = m.linear_attention.full_attention_interval, full = end / p - begin / p;
+        if (k == LayerKind::linear) return (end - begin) - full;
+        return k == (m.moe.enabled() ? LayerKind::moe : LayerKind::dense) ? full : 0;
+    }
     if (k != LayerKind::dense && k != LayerKind::moe) return 0;
     int64_t moe = 0;
     if (m.moe.enabled()) {
@@ -89,6 +98,12 @@ std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
         const int64_t heads = m.mamba.heads(m.hidden);
         if (heads % tp != 0) return TpMisfit{"model.mamba heads (expand x hidden / head_dim)", heads, false};
         if (m.mamba.groups % tp != 0) return TpMisfit{"model.mamba.groups", m.mamba.groups, false};
+    }
+    if (m.linear_attention.enabled()) {
+        // Each rank runs whole key heads and the value heads that share them.
+        if (m.linear_attention.key_heads % tp != 0) return TpMisfit{"model.linear_attention.key_heads", m.linear_attention.key_heads, false};
+        if (m.linear_attention.value_heads % tp != 0)
+            return TpMisfit{"model.linear_attention.value_heads", m.linear_attention.value_heads, false};
     }
     for (const LayerKind k : {LayerKind::dense, LayerKind::moe, LayerKind::mlp}) {
         if (count_layers(m, k, 0, m.layers) == 0) continue;
@@ -218,6 +233,25 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
         moe.active = always + static_cast<double>(m.moe.top_k) * expert.params;
         moe.trainable_experts = full_or(experts * expert.adapters, moe.experts);
         moe.trainable = full_or(attn.adapters + shared_n * shared.adapters + moe.trainable_experts, moe.total);
+    }
+    if (m.linear_attention.enabled()) {
+        // A Gated DeltaNet block: its FFN block's parameters with the attention's replaced by the
+        // mixer's (Qwen3NextGatedDeltaNet, no biases): in_proj_qkvz [h -> 2 key dim + 2 value dim],
+        // in_proj_ba [h -> 2 value heads], the depthwise convolution's taps over q, k and v, per
+        // value head dt_bias and A_log, the gated RMSNorm's value_head_dim weights, out_proj
+        // [value dim -> h]. No LoRA (refused).
+        const LinearAttentionSpec& a = m.linear_attention;
+        const double kd = static_cast<double>(a.key_dim()), vd = static_cast<double>(a.value_dim());
+        const double vh = static_cast<double>(a.value_heads);
+        const double mixer = h * (2.0 * kd + 2.0 * vd + 2.0 * vh) + (2.0 * kd + vd) * static_cast<double>(a.conv_kernel) +
+                             2.0 * vh + static_cast<double>(a.value_head_dim) + vd * h;
+        const LayerParams& full = p.layer[idx(m.ffn_kind(LayerKind::linear))];
+        LayerParams& lin = p.layer[idx(LayerKind::linear)];
+        lin.experts = full.experts;
+        lin.total = full.total - attn.params - latent_norms + mixer;
+        lin.active = full.active - attn.params - latent_norms + mixer;
+        lin.trainable = lin.total;
+        lin.trainable_experts = lin.experts;
     }
     if (m.hybrid()) {
         // Single-purpose blocks, each behind its own pre-norm (Megatron-Core's hybrid stack). The

@@ -240,7 +240,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
     for (int64_t tp : divisors(n)) {
         if (!allowed(f.tp, tp)) continue;
         for (int64_t cp : divisors(n / tp)) {
-            if (!allowed(f.cp, cp) || m.seq_len % cp != 0 || (cp > 1 && m.hybrid())) continue;
+            if (!allowed(f.cp, cp) || m.seq_len % cp != 0 || (cp > 1 && m.recurrent())) continue;
             // 1D tensor parallelism (tp_rows 1), then every SUMMA grid of tp ranks that `train` accepts.
             for (int64_t rows : divisors(tp)) {
                 if (!allowed(f.tp_rows, rows)) continue;
