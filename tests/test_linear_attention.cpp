@@ -90,9 +90,38 @@ TEST(LinearAttention, APromptRunsTheChunkedDeltaRule) {
     EXPECT_EQ(shape("gdn_chunk_state").m, 8);
     EXPECT_EQ(shape("gdn_chunk_state").k, 64);
     EXPECT_EQ(shape("gdn_chunk_state").batch, 4);
-    // Its traffic: q or k (128 x 8 x 2 B = 2,048 B) and v (128 x 16 x 2 B = 4,096 B) once, the
-    // four fp32 states [8, 8] written and read (2 x 4 x 64 x 4 B = 2,048 B).
-    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_state")->bytes, 2048.0 + 4096.0 + 2048.0);
+    // Traffic, with q or k 128 x 8 x 2 B = 2,048 B, v or the output 128 x 16 x 2 B = 4,096 B, the
+    // four fp32 states [8, 8] 1,024 B and the four fp32 [64, 64] chunk matrices 65,536 B:
+    // K K^T and Q K^T read q and k and write the matrices, keeping q, k and v for backward;
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_kkt")->bytes, 2.0 * 2048.0 + 65536.0);
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_kkt")->saved_bytes, 2.0 * 2048.0 + 4096.0);
+    // W and U read the matrices, k and v and write both;
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_wy")->bytes, 65536.0 + 2048.0 + 2.0 * 4096.0);
+    // the state update reads k and U once and writes and reads the states;
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_state")->bytes, 2048.0 + 4096.0 + 2.0 * 1024.0);
+    // W S and Q S read W and q and the states; the intra-chunk output reads the matrices and U
+    // and writes the output. Only the first keeps anything.
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_inter")->bytes, 2.0 * 2048.0 + 1024.0);
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_chunk_intra")->bytes, 65536.0 + 2.0 * 4096.0);
+    for (const char* name : {"gdn_chunk_wy", "gdn_chunk_state", "gdn_chunk_inter", "gdn_chunk_intra"})
+        EXPECT_DOUBLE_EQ(find(ops, name)->saved_bytes, 0.0) << name;
+    EXPECT_EQ(shape("gdn_chunk_inter").batch, 8);  // W S and Q S
+    EXPECT_EQ(shape("gdn_chunk_wy").n, 16);        // [C, dk + dv]
+    // Around the rule: in_proj [128 tokens, 2 x 8 + 2 x 16 + 2 x 2 = 52] over the hidden 64; the
+    // convolution over 128 x 32 channels (read and written in 2 B, its input kept, 2 x 4 taps +
+    // SiLU's 6 FLOP each); the gated norm reads the output and z and writes the output (3 x
+    // 4,096 B), keeps two (RMSNorm's 4 and SiLU's 6 FLOP an element of 128 x 16).
+    EXPECT_EQ(shape("gdn_in_proj").n, 52);
+    EXPECT_EQ(shape("gdn_in_proj").m, 128);
+    EXPECT_EQ(shape("gdn_out_proj").k, 16);
+    const Op* conv = find(ops, "gdn_conv1d");
+    EXPECT_DOUBLE_EQ(conv->bytes, 2.0 * 4096.0 * 2.0);
+    EXPECT_DOUBLE_EQ(conv->saved_bytes, 4096.0 * 2.0);
+    EXPECT_DOUBLE_EQ(conv->vector_flop, 14.0 * 4096.0);
+    const Op* gated = find(ops, "gdn_gated_norm");
+    EXPECT_DOUBLE_EQ(gated->bytes, 3.0 * 4096.0);
+    EXPECT_DOUBLE_EQ(gated->saved_bytes, 2.0 * 4096.0);
+    EXPECT_DOUBLE_EQ(gated->vector_flop, 10.0 * 128.0 * 16.0);
     for (const Op& op : ops.ops)
         if (op.name.substr(0, 9) == "gdn_chunk") {
             EXPECT_TRUE(op.scan) << op.name;
@@ -169,7 +198,21 @@ TEST(LinearAttention, Qwen35PresetInfersAndItsRulesNameTheirFields) {
     EXPECT_NE(refused({"model.linear_attention.value_heads=24"}).find("a multiple of linear_attention.key_heads"), std::string::npos);
     EXPECT_NE(refused({"model.moe.first_dense_layers=1"}).find("every layer's FFN of one kind"), std::string::npos);
     const std::string cp = refused({"parallel.cp=2", "parallel.tp=1"}, Purpose::train);
-    EXPECT_NE(cp.find("Gated DeltaNet"), std::string::npos) << cp;
+    EXPECT_NE(cp.find("context parallelism of Gated DeltaNet layers"), std::string::npos) << cp;
+    const std::string lora = refused({"training.method=lora", "training.lora_rank=8"}, Purpose::train);
+    EXPECT_NE(lora.find("LoRA of Gated DeltaNet layers"), std::string::npos) << lora;
+}
+
+// SUMMA's grid is refused by name for a dense model with Gated DeltaNet layers (an MoE one is
+// refused for its experts first).
+TEST(LinearAttention, SummaIsRefusedByName) {
+    const std::string dense = R"({"model": {"preset": "llama3-8b", "linear_attention": {"full_attention_interval": 4,
+        "key_heads": 8, "value_heads": 16}}, "system": {"preset": "dgx-h100"},
+        "parallel": {"tp": 4, "tp_rows": 2, "dp": 2}, "training": {"global_batch": 8}})";
+    const auto s = testing::load(dense);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("not modelled for Gated DeltaNet layers (model.linear_attention)"), std::string::npos)
+        << s.error().message();
 }
 
 }  // namespace
