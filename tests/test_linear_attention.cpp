@@ -3,9 +3,12 @@
 // instead of a KV cache, and the scenario rules. Expectations are computed by hand.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "inference/inference.hpp"
+#include "inference/roofline.hpp"
 #include "model/ops.hpp"
 #include "test_helpers.hpp"
 
@@ -152,6 +155,7 @@ TEST(LinearAttention, ADecodeStepUpdatesEachRequestsState) {
     EXPECT_DOUBLE_EQ(r->bytes, 6144.0 + 576.0);
     EXPECT_DOUBLE_EQ(r->vector_flop, 7.0 * 64.0 * 12.0);
     EXPECT_TRUE(r->core_projection);
+    EXPECT_DOUBLE_EQ(r->saved_bytes, 0.0);  // inference keeps nothing for a backward pass
     EXPECT_DOUBLE_EQ(find(ops, "gdn_conv1d")->bytes, 768.0 + 2304.0);
     EXPECT_EQ(find(ops, "gdn_chunk_kkt"), nullptr);
     // The step's cost does not grow with the context (no K/V to read).
@@ -201,6 +205,26 @@ TEST(LinearAttention, Qwen35PresetInfersAndItsRulesNameTheirFields) {
     EXPECT_NE(cp.find("context parallelism of Gated DeltaNet layers"), std::string::npos) << cp;
     const std::string lora = refused({"training.method=lora", "training.lora_rank=8"}, Purpose::train);
     EXPECT_NE(lora.find("LoRA of Gated DeltaNet layers"), std::string::npos) << lora;
+}
+
+// The roofline table names each block by its kind: a model of Gated DeltaNet and MoE layers
+// lists "linear layer" and "moe layer" rows, one of dense and MoE layers "dense layer" and "moe
+// layer", one kind alone "layer".
+TEST(LinearAttention, RooflineRowsNameTheirBlocks) {
+    auto blocks = [](const std::string& preset, const std::vector<std::string>& sets) {
+        const std::string text = R"({"model": {"preset": ")" + preset + R"("}, "system": {"preset": "dgx-b200"},
+            "parallel": {"tp": 8}, "inference": {"precision": "bf16", "batch": 2, "input_len": 128, "output_len": 8}})";
+        const auto s = testing::load(text, sets, Purpose::infer);
+        EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
+        std::map<std::string, double> layers;  // block -> how many layers its ops run in
+        for (const RooflineRow& r : inference_roofline({s->model, s->system, s->inference}, s->parallel, 0).rows)
+            if (r.block.ends_with("layer")) layers[r.block] = r.count;
+        return layers;
+    };
+    using Blocks = std::map<std::string, double>;
+    EXPECT_EQ(blocks("qwen3.5-397b-a17b", {}), (Blocks{{"linear layer", 45}, {"moe layer", 15}}));
+    EXPECT_EQ(blocks("deepseek-v3", {}), (Blocks{{"dense layer", 3}, {"moe layer", 58}}));
+    EXPECT_EQ(blocks("llama3-70b", {}), (Blocks{{"layer", 80}}));
 }
 
 // SUMMA's grid is refused by name for a dense model with Gated DeltaNet layers (an MoE one is
