@@ -406,6 +406,21 @@ WANT='<h2>Prefill (time to first token)</h2>' good infer --model llama3.1-8b --s
 WANT='time to first token' good infer --model llama3.1-8b --system dgx-h100 --gpus 1 --isl 1000 --osl 100 --concurrency 4 --format html
 WANT='<h2>Pareto front: output tokens/s per GPU, by tokens/s per user</h2>' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --ttft-ms 500 --tpot-ms 30 --format html --no-progress
 WANT='<h2>Mean |error| per group</h2>' good validate --format html
+# --context: a row whose data set's context marks its architecture unsupported is skipped (a data
+# set of that row alone: nothing to compare, exit 2 naming the reason); with a context giving the
+# architecture it is compared (one row of serving_aic_public.csv, Qwen3.5 at 4 clients on 8 B200).
+cat >"$TMP/q35.csv" <<'CSV'
+id,source,model,layers,hidden,heads,kv_heads,ffn_hidden,ffn_act,vocab,system,tp,pp,batch,input_len,output_len,precision,measured_e2e_latency_s,measured_ttft_s,measured_tpot_s,measured_output_tokens_per_s,throughput_scope,unpublished_fields,notes,serving_mode,backend,backend_version,concurrency,gpus,attention_dp,moe_tp,moe_ep,per_rank_batch,prefill_workers,prefill_tp,prefill_pp,prefill_attention_dp,prefill_moe_tp,prefill_moe_ep,prefill_batch,decode_workers,decode_tp,decode_pp,decode_attention_dp,decode_moe_tp,decode_moe_ep,decode_batch,gemm_quant,moe_quant,moe_experts,moe_top_k,head_dim,measured_date,layout_flags
+aic-2026_03_25_qwen3_5_397b_b200_sxm_sglang_bf16_agg_1024x1024_c4_tp8_0_ep1_0_631,,Qwen3.5-397B-A17B,60,4096,32,2,1024,swiglu,248320,dgx-b200,8,1,,1024,1024,bf16,,0.231848,0.00806521,,,batch;measured_e2e_latency_s;measured_output_tokens_per_s,,agg,sglang,nightly-dev,4,8,1,8,1,4,,,,,,,,,,,,,,,,,512,10,256,2026-02-20,
+CSV
+echo '{"reason": "test", "models": {"Qwen3.5-397B-A17B": {"unsupported": "Gated DeltaNet not represented", "reason": "test"}}}' \
+    >"$TMP/q35.context.json"
+bad "Gated DeltaNet not represented" validate --dataset "$TMP/q35.csv"
+WANT='"aic sglang agg tpot_s"' good validate --dataset "$TMP/q35.csv" --context "$H/../../data/contexts/qwen3.5.context.json" --format json
+bad "--context" validate --context "$H/../../data/contexts/qwen3.5.context.json"
+bad "--context" validate --dataset "$TMP/q35.csv" --context "$TMP/no-such.json"
+echo '[1]' >"$TMP/array.context.json"
+bad "--context" validate --dataset "$TMP/q35.csv" --context "$TMP/array.context.json"
 bad "--format" train --format htm
 bad "UTF-8" train --set $'model.name=\xc0\xc0'
 bad "--format" train --format html --emit megatron

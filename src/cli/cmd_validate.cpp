@@ -9,6 +9,7 @@
 #include "cli/common.hpp"
 #include "io/csv.hpp"
 #include "io/read_file.hpp"
+#include "io/scenario.hpp"
 #include "io/validation.hpp"
 
 namespace sm::cli {
@@ -237,6 +238,26 @@ std::string report_text(const ValidationReport& rep, bool markdown) {
     return o;
 }
 
+// A second context (--context) read after the data set's own: its models replace the same-named
+// entries, its overrides and rows are added after the others'; the data set's reason is kept.
+Expected<std::string> merged_context(const std::optional<std::string>& own, const std::string& extra, const std::string& extra_path) {
+    Expected<Json> add = parse_scenario_text(extra, "--context " + quote_path(extra_path));
+    if (!add) return add.error();
+    if (!add.value().is_object()) return InputError{"--context", quote_path(extra_path), "a JSON object {reason, overrides, models, rows}"};
+    if (!own) return extra;
+    Expected<Json> base = parse_scenario_text(*own, "the data set's context");
+    if (!base) return base.error();
+    Json out = base.value();
+    if (!out.is_object()) return *own;  // parse_context reports it
+    for (const char* list : {"overrides", "rows"})
+        if (add.value().contains(list) && add.value()[list].is_array())
+            for (const Json& item : add.value()[list]) out[list].push_back(item);
+    if (add.value().contains("models") && add.value()["models"].is_object())
+        for (const auto& [name, entry] : add.value()["models"].items()) out["models"][name] = entry;
+    if (!out.contains("reason") && add.value().contains("reason")) out["reason"] = add.value()["reason"];
+    return out.dump();
+}
+
 }  // namespace
 
 Runner add_validate(CLI::App& app, const Io& io) {
@@ -244,6 +265,7 @@ Runner add_validate(CLI::App& app, const Io& io) {
         std::string dataset;
         std::vector<std::string> sets;
         std::string format = "text";
+        std::string context;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published measurements");
@@ -251,12 +273,18 @@ Runner add_validate(CLI::App& app, const Io& io) {
                     "a CSV in the layout of data/validation/, '-' for stdin (default: the built-in sets); a data-set "
                     "context file NAME.context.json beside NAME.csv, when there, is read too: its overrides apply to "
                     "every row");
+    cmd->add_option("--context", o->context,
+                    "a further data-set context file read after the data set's own: its models replace the same-named "
+                    "entries (an architecture the data set's context marks unsupported, given as overrides), its "
+                    "overrides and rows are added; with --dataset");
     cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format (html: one self-contained page with each group's error charted)")
         ->check(CLI::IsMember({"text", "json", "markdown", "csv", "html"}));
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
+        if (o->dataset.empty() && !o->context.empty())
+            return bad_input(io, {"--context", quote_path(o->context), "only with --dataset (the built-in sets carry their own contexts)"});
         if (o->dataset.empty()) {
             rep = run_builtin_validation(o->sets);
         } else {
@@ -270,6 +298,14 @@ Runner add_validate(CLI::App& app, const Io& io) {
                 auto c = read_if_present({ctx_path, "data-set context file beside the data set", "a JSON file of overrides"});
                 if (!c) return bad_input(io, c.error());
                 context = std::move(c).value();
+            }
+            if (!o->context.empty()) {
+                Expected<std::string> extra = read_bounded({o->context, "--context", "a JSON file of overrides"});
+                if (!extra) return bad_input(io, extra.error());
+                Expected<std::string> merged = merged_context(context, extra.value(), o->context);
+                if (!merged) return bad_input(io, merged.error());
+                context = std::move(merged).value();
+                origin = (origin.empty() ? "" : origin + " with ") + "--context " + quote_path(o->context);
             }
             auto r = run_validation(o->dataset == "-" ? "stdin" : o->dataset, text.value(), context, o->sets, origin);
             if (!r) return bad_input(io, r.error());
