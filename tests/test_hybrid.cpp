@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "inference/inference.hpp"
 #include "io/report.hpp"
 #include "search/search.hpp"
 #include "test_helpers.hpp"
@@ -191,12 +192,57 @@ TEST(Hybrid, WhatItDoesNotCombineWithIsRefusedByName) {
     EXPECT_NE(refusal(nemotron_h("", R"("tp": 16, "dp": 2, "sequence_parallel": true)")).find("parallel.tp"), std::string::npos);
     EXPECT_NE(refusal(nemotron_h("", ok, R"(, "method": "lora", "lora_rank": 8)")).find("training.method"), std::string::npos);
     EXPECT_NE(refusal(nemotron_h("", R"("tp": 8, "tp_rows": 2, "dp": 4)")).find("parallel.tp_rows"), std::string::npos);
-    // Inference decodes with an SSM state, which is not modelled.
-    const auto infer = testing::load(R"({"model": {"preset": "nemotron-h-56b"}, "system": {"preset": "dgx-h100"},
-        "parallel": {"tp": 8}, "inference": {"batch": 1, "input_len": 128, "output_len": 16}})",
-                                     {}, Purpose::infer);
-    ASSERT_FALSE(infer.ok());
-    EXPECT_NE(infer.error().message().find("model.hybrid_pattern"), std::string::npos);
+    // Inference decodes with an SSM state (Hybrid.DecodeUpdatesTheSsmState); it splits no sequence.
+    const std::string infer = R"({"model": {"preset": "nemotron-h-56b"}, "system": {"preset": "dgx-h100"},
+        "parallel": {"tp": 8}, "inference": {"batch": 1, "input_len": 128, "output_len": 16}})";
+    const auto served = testing::load(infer, {}, Purpose::infer);
+    ASSERT_TRUE(served.ok()) << served.error().message();
+    const InferResult r = evaluate_inference({served->model, served->system, served->inference}, served->parallel);
+    EXPECT_GT(r.tpot_s, 0);
+    const auto split = testing::load(infer, {"parallel.cp=2"}, Purpose::infer);
+    ASSERT_FALSE(split.ok());
+    EXPECT_EQ(split.error().path, "parallel.cp");
+}
+
+// A decode step of 3 requests on tiny_hybrid's mixer (8 heads of 16, state 16, 2 groups, tp 1):
+// each request's [16, 16] fp32 states per head read and written (2 x 3 x 8 x 256 x 4 B =
+// 49,152 B), B and C (3 x 2 x 16 x 2 B each) read and x and y (3 x 128 x 2 B each) moved once:
+// 384 + 1,536 B; 6 FLOP per state element: 6 x 3 x 2,048. The convolution over 192 channels moves
+// the new token's in and out (2 x 3 x 192 x 2 B = 2,304 B) and its 3 cached inputs read and
+// written (2 x 3 x 3 x 192 x 2 B = 6,912 B). No chunked scan runs.
+TEST(Hybrid, DecodeUpdatesTheSsmState) {
+    LayerShape s;
+    s.batch = 3;
+    s.q_len = 1;
+    s.kv_len = 900;
+    s.decode = true;
+    const LayerOps ops = layer_ops(tiny_hybrid(), s, LayerKind::mamba);
+    const Op& u = op_named(ops, "ssm_state_update");
+    EXPECT_DOUBLE_EQ(u.bytes, 49152.0 + 384.0 + 1536.0);
+    EXPECT_DOUBLE_EQ(u.vector_flop, 6.0 * 3.0 * 2048.0);
+    EXPECT_DOUBLE_EQ(u.saved_bytes, 0.0);
+    EXPECT_TRUE(u.core_projection);
+    EXPECT_DOUBLE_EQ(op_named(ops, "mamba_conv1d").bytes, 2304.0 + 6912.0);
+    for (const Op& op : ops.ops) EXPECT_FALSE(op.scan) << op.name;
+    // A prompt runs the chunked scan, each product the step's per-group core.
+    s.decode = false;
+    s.q_len = 128;
+    for (const char* name : {"ssd_bmm_cb", "ssd_chunk_state", "ssd_state_passing", "ssd_chunk_scan_state", "ssd_chunk_scan_intra"})
+        EXPECT_TRUE(op_named(layer_ops(tiny_hybrid(), s, LayerKind::mamba), name).core_projection) << name;
+}
+
+// Only the attention layer ("*") caches K/V: 2 K/V heads x 16 x K and V x 2 B = 128 B a token;
+// the Mamba layer keeps per request its 8 heads' [16, 16] fp32 states (8,192 B) and 3 conv inputs
+// of 192 channels (1,152 B); the FFN layer nothing. Batch 2, 100 tokens, tp 1: 25,600 + 18,688 B;
+// at tp 2 the state halves.
+TEST(Hybrid, CacheIsKvOfAttentionLayersAndMambaStates) {
+    const ModelSpec m = tiny_hybrid();
+    ParallelConfig p;
+    const InferenceSpec s = testing::fp16_workload(2, 100, 10);
+    EXPECT_DOUBLE_EQ(recurrent_state_bytes_per_gpu(m, p, s), 18688.0);
+    EXPECT_DOUBLE_EQ(kv_cache_bytes_per_gpu(m, p, s, 100), 25600.0 + 18688.0);
+    p.tp = 2;
+    EXPECT_DOUBLE_EQ(recurrent_state_bytes_per_gpu(m, p, s), 18688.0 / 2.0);
 }
 
 // Over a pipeline each stage holds the kinds of its own layers: "M-*" on pp 3 puts one of each

@@ -294,22 +294,35 @@ double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
 }
 
 double recurrent_state_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s) {
-    if (!m.linear_attention.enabled()) return 0.0;
-    // Per Gated DeltaNet layer and request: this rank's value heads' [key_head_dim,
-    // value_head_dim] states in fp32 (SGLang's --mamba-ssm-dtype default float32) and the
-    // convolution's last conv_kernel - 1 inputs over q, k and v in the activation format.
-    const LinearAttentionSpec& a = m.linear_attention;
-    const double tp = as_d(p.tp);
-    const double state = as_d(a.value_heads) / tp * as_d(a.key_head_dim) * as_d(a.value_head_dim) * 4.0;
-    const double conv = as_d(2 * a.key_dim() + a.value_dim()) / tp * as_d(a.conv_kernel - 1) * act_bytes(s);
-    const double layers = as_d(count_layers(m, LayerKind::linear, 0, m.layers)) / as_d(p.pp);
-    return layers * as_d(s.batch) * (state + conv);
+    const double tp = as_d(p.tp), pp = as_d(p.pp);
+    double per_request = 0;
+    // Per Gated DeltaNet layer: this rank's value heads' [key_head_dim, value_head_dim] states in
+    // fp32 (SGLang's --mamba-ssm-dtype default float32) and the convolution's last conv_kernel - 1
+    // inputs over q, k and v in the activation format.
+    if (const int64_t n = count_layers(m, LayerKind::linear, 0, m.layers); n > 0) {
+        const LinearAttentionSpec& a = m.linear_attention;
+        const double state = as_d(a.value_heads) / tp * as_d(a.key_head_dim) * as_d(a.value_head_dim) * 4.0;
+        const double conv = as_d(2 * a.key_dim() + a.value_dim()) / tp * as_d(a.conv_kernel - 1) * act_bytes(s);
+        per_request += as_d(n) / pp * (state + conv);
+    }
+    // Per Mamba-2 mixer: this rank's heads' [head_dim, state_dim] states in fp32 (mamba_ssm's
+    // selective_state_update) and the convolution's last conv_kernel - 1 inputs over x, B and C.
+    if (const int64_t n = count_layers(m, LayerKind::mamba, 0, m.layers); n > 0) {
+        const MambaSpec& a = m.mamba;
+        const double heads = as_d(a.heads(m.hidden)) / tp;
+        const double state = heads * as_d(a.head_dim) * as_d(a.state_dim) * 4.0;
+        const double conv = (as_d(a.d_inner(m.hidden)) + 2.0 * as_d(a.groups * a.state_dim)) / tp * as_d(a.conv_kernel - 1) * act_bytes(s);
+        per_request += as_d(n) / pp * (state + conv);
+    }
+    return as_d(s.batch) * per_request;
 }
 
 double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double tokens) {
-    // Only layers that attend in full keep K/V per token; Gated DeltaNet layers keep a state of
-    // fixed size per request instead.
-    const double layers = as_d(m.layers - count_layers(m, LayerKind::linear, 0, m.layers)) / as_d(p.pp);
+    // Only layers that attend keep K/V per token; Gated DeltaNet and Mamba layers keep a state of
+    // fixed size per request instead, a hybrid's FFN blocks nothing.
+    int64_t attending = 0;
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe, LayerKind::attention}) attending += count_layers(m, k, 0, m.layers);
+    const double layers = as_d(attending) / as_d(p.pp);
     // Per token and layer: K and V of this rank's KV heads; MLA caches the compressed latent and
     // the shared RoPE key (kv_lora_rank + qk_rope_head_dim, DeepSeek-V2 sec. 2.1.2), which every
     // TP rank needs whole (all its heads read it).

@@ -183,10 +183,6 @@ std::vector<InputError> check_layout(const ModelSpec& m, const SystemSpec& sys, 
         broken(v, "model.kind", fmt::format("\"{}\"", to_string(m.kind)),
                "\"decoder\": infer, serve and roofline model autoregressive decoding; an encoder or ViT has none (time its training with `train`)");
     if (p.summa()) broken(v, "parallel.tp_rows", std::to_string(p.tp_rows), "1: SUMMA 2D tensor parallelism is modelled for training only");
-    // (The pattern holds only M, - and *: io/scenario.cpp reads it so.)
-    if (m.hybrid())
-        broken(v, "model.hybrid_pattern", fmt::format("\"{}\"", m.hybrid_pattern.substr(0, 40)),
-               "none for infer, serve and roofline: a hybrid Mamba model decodes with an SSM state, not a KV cache, which is not modelled (time its training with `train`)");
     if (!p.summa()) tensor_parallel(v, m, p);
     divides(v, p.pp, m.layers, "parallel.pp", "model.layers");
     // Inference splits a batch over tp x pp and runs dp independent replicas; splitting one

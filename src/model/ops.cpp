@@ -370,6 +370,10 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
                 LoraTarget::linear_proj, Split::row);
 }
 
+// A recurrent layer's state when serving: fp32 (mamba_ssm's selective_state_update keeps it so;
+// Qwen3.5's config.json: mamba_ssm_dtype float32).
+constexpr double kStateBytes = 4.0;
+
 // A batched product of the SSD scan: `batch` products of [m, k] x [k, n] moving `bytes` of HBM
 // traffic per pass, none kept for backward unless `saved_bytes` says so.
 Op ssd_product(std::string_view name, GemmShape g, double bytes, double saved_bytes) {
@@ -415,7 +419,9 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
     weight_gemm(out, s, "mamba_in_proj", {d.tokens, 2.0 * inner + bc + heads, d.h, 1}, d.tokens_sp * d.h * d.e,
                 LoraTarget::none, Split::column);
     const double conv_elems = d.tokens * conv;
-    out.ops.push_back(elementwise_op("mamba_conv1d", 2.0 * conv_elems * d.e, conv_elems * d.e, 2.0,
+    // A decoding request reads and writes its cached conv_kernel - 1 inputs besides the new one.
+    const double conv_cache = s.decode ? 2.0 * s.batch * static_cast<double>(a.conv_kernel - 1) * conv * d.e : 0.0;
+    out.ops.push_back(elementwise_op("mamba_conv1d", 2.0 * conv_elems * d.e + conv_cache, conv_elems * d.e, 2.0,
                                      (2.0 * static_cast<double>(a.conv_kernel) + kSiluFlop) * conv_elems));
     const double y = d.tokens * inner * d.e;
     auto recomputed = [](Op op) {
@@ -423,14 +429,29 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
         return op;
     };
     const double bc_bytes = d.tokens * groups * state * d.e;  // B or C (x and the output: y)
-    const double cb_bytes = chunks * groups * q * q * 4.0;
-    const double states = chunks * heads * head * state;
-    out.ops.push_back(recomputed(ssd_product("ssd_bmm_cb", {q, q, state, chunks * groups}, 2.0 * bc_bytes + cb_bytes, 0.0)));
-    out.ops.push_back(recomputed(ssd_product("ssd_chunk_state", {state, head, q, chunks * heads},
-                                             bc_bytes + y + states * 4.0, conv_elems * d.e)));
-    out.ops.push_back(recomputed(elementwise_op("ssd_state_passing", states * (4.0 + d.e), 0.0, 2.0, 2.0 * states)));
-    out.ops.push_back(ssd_product("ssd_chunk_scan_state", {q, head, state, chunks * heads}, bc_bytes + states * d.e, 0.0));
-    out.ops.push_back(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * y, 0.0));
+    // The scan is the step's per-group core (core_projection): a step mixing prompts and decodes
+    // runs each form on its own sequences (inference's block_ops).
+    auto core = [](Op op) {
+        op.core_projection = true;
+        return op;
+    };
+    if (s.decode) {
+        // A decoded token updates each request's [head_dim, state_dim] state per head in place
+        // (mamba_ssm's selective_state_update, the state in fp32): read and write the states, read
+        // x, B and C, write y; dA h + dB x and C h are about 6 FLOP per state element.
+        const double states = s.batch * heads * head * state;
+        out.ops.push_back(core(elementwise_op("ssm_state_update", 2.0 * states * kStateBytes + 2.0 * bc_bytes + 2.0 * y, 0.0, 2.0,
+                                              6.0 * d.tokens * heads * head * state)));
+    } else {
+        const double cb_bytes = chunks * groups * q * q * 4.0;
+        const double states = chunks * heads * head * state;
+        out.ops.push_back(core(recomputed(ssd_product("ssd_bmm_cb", {q, q, state, chunks * groups}, 2.0 * bc_bytes + cb_bytes, 0.0))));
+        out.ops.push_back(core(recomputed(ssd_product("ssd_chunk_state", {state, head, q, chunks * heads},
+                                                      bc_bytes + y + states * 4.0, conv_elems * d.e))));
+        out.ops.push_back(core(recomputed(elementwise_op("ssd_state_passing", states * (4.0 + d.e), 0.0, 2.0, 2.0 * states))));
+        out.ops.push_back(core(ssd_product("ssd_chunk_scan_state", {q, head, state, chunks * heads}, bc_bytes + states * d.e, 0.0)));
+        out.ops.push_back(core(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * y, 0.0)));
+    }
     out.ops.push_back(elementwise_op("mamba_gated_norm", 3.0 * y, 2.0 * y, 2.0, (kRmsNormFlop + kSiluFlop) * y / d.e));
     weight_gemm(out, s, "mamba_out_proj", {d.tokens, d.h, inner, 1}, y, LoraTarget::none, Split::row);
     leave_tp_region(out.comms, s, d.tokens * d.h * d.e);
@@ -441,7 +462,7 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
 // depthwise convolution with SiLU over q, k and v, the gated delta rule, the gated RMSNorm per
 // value head (no tp collective) and out_proj row-parallel; the block leaves the tensor-parallel
 // region after it. The rule's state is [key_head_dim, value_head_dim] per value head, kept in fp32
-// (kStateBytes). A prompt runs it in chunks of C tokens in the WY form (flash-linear-attention's
+// (kStateBytes, as the Mamba mixers'). A prompt runs it in chunks of C tokens in the WY form (flash-linear-attention's
 // chunk_gated_delta_rule, Yang et al. 2025 sec. 3.3): per chunk and value head, K K^T and Q K^T
 // ([C, C] over the key dim), the WY products W and U ([C, dk + dv] over C), the incoming state's
 // reads W S and Q S ([C, dv] over dk), the state update K^T U ([dk, dv] over C) and the intra-chunk
@@ -450,8 +471,6 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
 // and write the state, about 7 dk dv FLOP per value head), and the convolution reads and writes
 // its conv_kernel - 1 cached inputs. The products are the step's per-group core (core_projection):
 // a step mixing prompts and decodes runs each form on its own sequences (inference's block_ops).
-constexpr double kStateBytes = 4.0;
-
 void gated_deltanet(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
     const LinearAttentionSpec& a = m.linear_attention;
     const double tp = static_cast<double>(s.tp);
@@ -790,8 +809,10 @@ LayerOps attention_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) 
 
 void attention_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     reset(out);
-    if (kind == LayerKind::mamba || kind == LayerKind::mlp) return;
+    if (kind == LayerKind::mlp) return;
     const Dims d = dims(m, s);
+    // A recurrent mixer's core (its scan) is what a step runs per group of sequences.
+    if (kind == LayerKind::mamba) return mamba(out, m, s, d);
     if (kind == LayerKind::linear) return gated_deltanet(out, m, s, d);
     // A hybrid model's attention block is multi-head (layer_ops); the others follow the model.
     if (kind != LayerKind::attention && m.attention_kind == AttentionKind::mla)
