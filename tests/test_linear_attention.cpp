@@ -178,6 +178,15 @@ TEST(LinearAttention, StateIsFixedPerRequestAndKvOnlyOnFullLayers) {
     EXPECT_DOUBLE_EQ(kv_cache_bytes_per_gpu(m, p, s, 200) - kv_cache_bytes_per_gpu(m, p, s, 100), 51200.0);
     p.tp = 2;
     EXPECT_DOUBLE_EQ(recurrent_state_bytes_per_gpu(m, p, s), 16896.0 / 2.0);
+    // Over 2 pipeline stages each holds half the layers' states (3 of the 6).
+    p.tp = 1;
+    p.pp = 2;
+    EXPECT_DOUBLE_EQ(recurrent_state_bytes_per_gpu(m, p, s), 16896.0 / 2.0);
+    // One Gated DeltaNet layer of two (every 2nd attends in full): one layer's states.
+    ModelSpec two = tiny_gdn();
+    two.layers = 2;
+    two.linear_attention.full_attention_interval = 2;
+    EXPECT_DOUBLE_EQ(recurrent_state_bytes_per_gpu(two, ParallelConfig{}, s), 16896.0 / 6.0);
     // A model without Gated DeltaNet keeps no state.
     EXPECT_DOUBLE_EQ(recurrent_state_bytes_per_gpu(testing::tiny_llama(8), ParallelConfig{}, s), 0.0);
 }

@@ -95,8 +95,9 @@ PassCost decode_sum(const InferContext& c, const ParallelConfig& p, int64_t firs
 InferMemory inference_memory(const InferContext& c, const ParallelConfig& p, int64_t batch);
 // Weights of one GPU of the fullest stage, in parameters, from the sharded op list.
 double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p);
-// The KV cache of s.batch requests of `tokens` each on one GPU, with the recurrent states of
-// Gated DeltaNet layers (recurrent_state_bytes_per_gpu), whose size does not grow with tokens.
+// The KV cache of s.batch requests of `tokens` each on one GPU (attention layers only), with the
+// recurrent states of Gated DeltaNet and Mamba layers (recurrent_state_bytes_per_gpu), whose size
+// does not grow with tokens.
 double kv_cache_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s, double tokens);
 double recurrent_state_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s);
 int64_t max_batch_that_fits(const InferContext& c, const ParallelConfig& p);
