@@ -294,20 +294,13 @@ double weight_params_per_gpu(const ModelSpec& m, const ParallelConfig& p) {
 }
 
 double recurrent_state_bytes_per_gpu(const ModelSpec& m, const ParallelConfig& p, const InferenceSpec& s) {
-    const double tp = as_d(p.tp);
-    // Per Gated DeltaNet layer: this rank's value heads' [key_head_dim, value_head_dim] states in
-    // fp32 (SGLang's --mamba-ssm-dtype default float32) and the convolution's last conv_kernel - 1
-    // inputs over q, k and v in the activation format.
-    const LinearAttentionSpec& g = m.linear_attention;
-    const double gdn = as_d(g.value_heads) / tp * as_d(g.key_head_dim) * as_d(g.value_head_dim) * 4.0 +
-                       as_d(2 * g.key_dim() + g.value_dim()) / tp * as_d(g.conv_kernel - 1) * act_bytes(s);
-    // Per Mamba-2 mixer: this rank's heads' [head_dim, state_dim] states in fp32 (mamba_ssm's
-    // selective_state_update) and the convolution's last conv_kernel - 1 inputs over x, B and C.
-    const MambaSpec& a = m.mamba;
-    const double ssm = as_d(a.heads(m.hidden)) / tp * as_d(a.head_dim) * as_d(a.state_dim) * 4.0 +
-                       (as_d(a.d_inner(m.hidden)) + 2.0 * as_d(a.groups * a.state_dim)) / tp * as_d(a.conv_kernel - 1) * act_bytes(s);
-    const double per_request =
-        as_d(count_layers(m, LayerKind::linear, 0, m.layers)) * gdn + as_d(count_layers(m, LayerKind::mamba, 0, m.layers)) * ssm;
+    // Per request and recurrent layer: its fp32 state (SGLang's --mamba-ssm-dtype default
+    // float32) and its convolution's cached inputs in the activation format.
+    double per_request = 0;
+    for (const LayerKind k : {LayerKind::mamba, LayerKind::linear}) {
+        const RecurrentState r = recurrent_state(m, k, p.tp);
+        per_request += as_d(count_layers(m, k, 0, m.layers)) * (r.state_elems * kRecurrentStateBytes + r.conv_elems * act_bytes(s));
+    }
     return as_d(s.batch) * per_request / as_d(p.pp);
 }
 

@@ -122,7 +122,7 @@ void expert_tensor_parallel(Violations& v, const ModelSpec& m, const ParallelCon
 // A hybrid Mamba model or a Gated DeltaNet one trains without context parallelism (the scan
 // would pass its state between the ranks' chunks: not modelled) and without LoRA (no adapter
 // targets in a mixer).
-void hybrid_training(Violations& v, const ModelSpec& m, const TrainingSpec& t, int64_t cp) {
+void recurrent_training(Violations& v, const ModelSpec& m, const TrainingSpec& t, int64_t cp) {
     if (!m.recurrent()) return;
     const char* field = m.hybrid() ? "model.hybrid_pattern" : "model.linear_attention";
     const char* layers = m.hybrid() ? "Mamba" : "Gated DeltaNet";
@@ -137,7 +137,7 @@ void hybrid_training(Violations& v, const ModelSpec& m, const TrainingSpec& t, i
 
 std::vector<InputError> check_layout(const ModelSpec& m, const SystemSpec& sys, const TrainingSpec& t, const ParallelConfig& p) {
     Violations v;
-    hybrid_training(v, m, t, p.cp);
+    recurrent_training(v, m, t, p.cp);
     if (p.tp * p.pp * p.dp > kMaxGpus || p.gpus() > kMaxGpus) {  // short-circuit: gpus() cannot overflow
         broken(v, "parallel", fmt::format("tp*pp*dp*cp = {}", static_cast<double>(p.tp) * p.pp * p.dp * p.cp),
                fmt::format("at most {} GPUs", kMaxGpus));
@@ -217,7 +217,7 @@ bool summa_fits(const ModelSpec& m, int64_t tp, int64_t rows, int64_t cp) {
 std::vector<InputError> check_trainable(const ModelSpec& m, const SystemSpec& sys, const TrainingSpec& t, int64_t cp) {
     Violations v;
     has_peak(v, sys, t.precision, "training.precision");
-    hybrid_training(v, m, t, cp);
+    recurrent_training(v, m, t, cp);
     return v;
 }
 

@@ -370,9 +370,23 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
                 LoraTarget::linear_proj, Split::row);
 }
 
-// A recurrent layer's state when serving: fp32 (mamba_ssm's selective_state_update keeps it so;
-// Qwen3.5's config.json: mamba_ssm_dtype float32).
-constexpr double kStateBytes = 4.0;
+// A recurrent mixer's scan (or its decode update) is the step's per-group core: a step mixing
+// prompts and decodes runs each form on its own sequences (inference's block_ops).
+Op per_group_core(Op op) {
+    op.core_projection = true;
+    return op;
+}
+
+// The causal depthwise convolution with SiLU of a recurrent mixer over `channels` of this rank:
+// read and write each token's channels, keep the input; a decoding request also reads and writes
+// its cached conv_kernel - 1 inputs (recurrent_state).
+void causal_conv(LayerOps& out, std::string_view name, const ModelSpec& m, LayerKind kind, const LayerShape& s, const Dims& d,
+                 double channels, int64_t taps) {
+    const double elems = d.tokens * channels;
+    const double cache = s.decode ? 2.0 * s.batch * recurrent_state(m, kind, s.tp).conv_elems * d.e : 0.0;
+    out.ops.push_back(elementwise_op(name, 2.0 * elems * d.e + cache, elems * d.e, 2.0,
+                                     (2.0 * static_cast<double>(taps) + kSiluFlop) * elems));
+}
 
 // A batched product of the SSD scan: `batch` products of [m, k] x [k, n] moving `bytes` of HBM
 // traffic per pass, none kept for backward unless `saved_bytes` says so.
@@ -419,38 +433,29 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
     weight_gemm(out, s, "mamba_in_proj", {d.tokens, 2.0 * inner + bc + heads, d.h, 1}, d.tokens_sp * d.h * d.e,
                 LoraTarget::none, Split::column);
     const double conv_elems = d.tokens * conv;
-    // A decoding request reads and writes its cached conv_kernel - 1 inputs besides the new one.
-    const double conv_cache = s.decode ? 2.0 * s.batch * static_cast<double>(a.conv_kernel - 1) * conv * d.e : 0.0;
-    out.ops.push_back(elementwise_op("mamba_conv1d", 2.0 * conv_elems * d.e + conv_cache, conv_elems * d.e, 2.0,
-                                     (2.0 * static_cast<double>(a.conv_kernel) + kSiluFlop) * conv_elems));
+    causal_conv(out, "mamba_conv1d", m, LayerKind::mamba, s, d, conv, a.conv_kernel);
     const double y = d.tokens * inner * d.e;
     auto recomputed = [](Op op) {
         op.bwd_reruns_fwd = true;
         return op;
     };
     const double bc_bytes = d.tokens * groups * state * d.e;  // B or C (x and the output: y)
-    // The scan is the step's per-group core (core_projection): a step mixing prompts and decodes
-    // runs each form on its own sequences (inference's block_ops).
-    auto core = [](Op op) {
-        op.core_projection = true;
-        return op;
-    };
     if (s.decode) {
         // A decoded token updates each request's [head_dim, state_dim] state per head in place
-        // (mamba_ssm's selective_state_update, the state in fp32): read and write the states, read
-        // x, B and C, write y; dA h + dB x and C h are about 6 FLOP per state element.
-        const double states = s.batch * heads * head * state;
-        out.ops.push_back(core(elementwise_op("ssm_state_update", 2.0 * states * kStateBytes + 2.0 * bc_bytes + 2.0 * y, 0.0, 2.0,
-                                              6.0 * d.tokens * heads * head * state)));
+        // (mamba_ssm's selective_state_update): read and write the states, read x, B and C, write
+        // y; dA h + dB x and C h are about 6 FLOP per state element.
+        const double states = s.batch * recurrent_state(m, LayerKind::mamba, s.tp).state_elems;
+        out.ops.push_back(per_group_core(elementwise_op("ssm_state_update", 2.0 * states * kRecurrentStateBytes + 2.0 * bc_bytes + 2.0 * y,
+                                              0.0, 2.0, 6.0 * d.tokens * heads * head * state)));
     } else {
         const double cb_bytes = chunks * groups * q * q * 4.0;
         const double states = chunks * heads * head * state;
-        out.ops.push_back(core(recomputed(ssd_product("ssd_bmm_cb", {q, q, state, chunks * groups}, 2.0 * bc_bytes + cb_bytes, 0.0))));
-        out.ops.push_back(core(recomputed(ssd_product("ssd_chunk_state", {state, head, q, chunks * heads},
+        out.ops.push_back(per_group_core(recomputed(ssd_product("ssd_bmm_cb", {q, q, state, chunks * groups}, 2.0 * bc_bytes + cb_bytes, 0.0))));
+        out.ops.push_back(per_group_core(recomputed(ssd_product("ssd_chunk_state", {state, head, q, chunks * heads},
                                                       bc_bytes + y + states * 4.0, conv_elems * d.e))));
-        out.ops.push_back(core(recomputed(elementwise_op("ssd_state_passing", states * (4.0 + d.e), 0.0, 2.0, 2.0 * states))));
-        out.ops.push_back(core(ssd_product("ssd_chunk_scan_state", {q, head, state, chunks * heads}, bc_bytes + states * d.e, 0.0)));
-        out.ops.push_back(core(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * y, 0.0)));
+        out.ops.push_back(per_group_core(recomputed(elementwise_op("ssd_state_passing", states * (4.0 + d.e), 0.0, 2.0, 2.0 * states))));
+        out.ops.push_back(per_group_core(ssd_product("ssd_chunk_scan_state", {q, head, state, chunks * heads}, bc_bytes + states * d.e, 0.0)));
+        out.ops.push_back(per_group_core(ssd_product("ssd_chunk_scan_intra", {q, head, q, chunks * heads}, cb_bytes + 2.0 * y, 0.0)));
     }
     out.ops.push_back(elementwise_op("mamba_gated_norm", 3.0 * y, 2.0 * y, 2.0, (kRmsNormFlop + kSiluFlop) * y / d.e));
     weight_gemm(out, s, "mamba_out_proj", {d.tokens, d.h, inner, 1}, y, LoraTarget::none, Split::row);
@@ -462,7 +467,7 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
 // depthwise convolution with SiLU over q, k and v, the gated delta rule, the gated RMSNorm per
 // value head (no tp collective) and out_proj row-parallel; the block leaves the tensor-parallel
 // region after it. The rule's state is [key_head_dim, value_head_dim] per value head, kept in fp32
-// (kStateBytes, as the Mamba mixers'). A prompt runs it in chunks of C tokens in the WY form (flash-linear-attention's
+// (kRecurrentStateBytes, as the Mamba mixers'). A prompt runs it in chunks of C tokens in the WY form (flash-linear-attention's
 // chunk_gated_delta_rule, Yang et al. 2025 sec. 3.3): per chunk and value head, K K^T and Q K^T
 // ([C, C] over the key dim), the WY products W and U ([C, dk + dv] over C), the incoming state's
 // reads W S and Q S ([C, dv] over dk), the state update K^T U ([dk, dv] over C) and the intra-chunk
@@ -482,30 +487,23 @@ void gated_deltanet(LayerOps& out, const ModelSpec& m, const LayerShape& s, cons
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e, true);
     weight_gemm(out, s, "gdn_in_proj", {d.tokens, 2.0 * kd + 2.0 * vd + 2.0 * vh, d.h, 1}, d.tokens_sp * d.h * d.e,
                 LoraTarget::linear_qkv, Split::column);
-    const double conv_elems = d.tokens * conv;
-    // A decoding request reads and writes its cached conv_kernel - 1 inputs besides the new one.
-    const double conv_cache = s.decode ? 2.0 * s.batch * static_cast<double>(a.conv_kernel - 1) * conv * d.e : 0.0;
-    out.ops.push_back(elementwise_op("gdn_conv1d", 2.0 * conv_elems * d.e + conv_cache, conv_elems * d.e, 2.0,
-                                     (2.0 * static_cast<double>(a.conv_kernel) + kSiluFlop) * conv_elems));
+    causal_conv(out, "gdn_conv1d", m, LayerKind::linear, s, d, conv, a.conv_kernel);
     const double qk_bytes = d.tokens * kd * d.e, v_bytes = d.tokens * vd * d.e;  // q or k; v or the output
-    auto core = [](Op op) {
-        op.core_projection = true;
-        return op;
-    };
     if (s.decode) {
-        const double states = s.batch * vh * dk * dv;
+        const double states = s.batch * recurrent_state(m, LayerKind::linear, s.tp).state_elems;
         const double per_token = d.tokens * vh * dk * dv;
-        out.ops.push_back(core(elementwise_op("gdn_recurrent", 2.0 * states * kStateBytes + 2.0 * qk_bytes + 2.0 * v_bytes,
+        out.ops.push_back(per_group_core(elementwise_op("gdn_recurrent", 2.0 * states * kRecurrentStateBytes + 2.0 * qk_bytes + 2.0 * v_bytes,
                                               0.0, 2.0, 7.0 * per_token)));
     } else {
+        // The chunk matrices ([C, C]) and the chunk states are fp32, as the decode state.
         const double n = d.tokens / c * vh;  // chunks x value heads
-        const double states = n * dk * dv * kStateBytes;
-        out.ops.push_back(core(ssd_product("gdn_chunk_kkt", {c, c, dk, 2.0 * n}, 2.0 * qk_bytes + n * c * c * kStateBytes,
+        const double states = n * dk * dv * kRecurrentStateBytes;
+        out.ops.push_back(per_group_core(ssd_product("gdn_chunk_kkt", {c, c, dk, 2.0 * n}, 2.0 * qk_bytes + n * c * c * kRecurrentStateBytes,
                                            2.0 * qk_bytes + v_bytes)));
-        out.ops.push_back(core(ssd_product("gdn_chunk_wy", {c, dk + dv, c, n}, n * c * c * kStateBytes + qk_bytes + 2.0 * v_bytes, 0.0)));
-        out.ops.push_back(core(ssd_product("gdn_chunk_state", {dk, dv, c, n}, qk_bytes + v_bytes + 2.0 * states, 0.0)));
-        out.ops.push_back(core(ssd_product("gdn_chunk_inter", {c, dv, dk, 2.0 * n}, 2.0 * qk_bytes + states, 0.0)));
-        out.ops.push_back(core(ssd_product("gdn_chunk_intra", {c, dv, c, n}, n * c * c * kStateBytes + 2.0 * v_bytes, 0.0)));
+        out.ops.push_back(per_group_core(ssd_product("gdn_chunk_wy", {c, dk + dv, c, n}, n * c * c * kRecurrentStateBytes + qk_bytes + 2.0 * v_bytes, 0.0)));
+        out.ops.push_back(per_group_core(ssd_product("gdn_chunk_state", {dk, dv, c, n}, qk_bytes + v_bytes + 2.0 * states, 0.0)));
+        out.ops.push_back(per_group_core(ssd_product("gdn_chunk_inter", {c, dv, dk, 2.0 * n}, 2.0 * qk_bytes + states, 0.0)));
+        out.ops.push_back(per_group_core(ssd_product("gdn_chunk_intra", {c, dv, c, n}, n * c * c * kRecurrentStateBytes + 2.0 * v_bytes, 0.0)));
     }
     out.ops.push_back(elementwise_op("gdn_gated_norm", 3.0 * v_bytes, 2.0 * v_bytes, 2.0, (kRmsNormFlop + kSiluFlop) * v_bytes / d.e));
     weight_gemm(out, s, "gdn_out_proj", {d.tokens, d.h, vd, 1}, v_bytes, LoraTarget::linear_proj, Split::row);
@@ -717,6 +715,25 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
 
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp) {
     return std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(tp));
+}
+
+RecurrentState recurrent_state(const ModelSpec& m, LayerKind kind, int64_t tp) {
+    const double ranks = static_cast<double>(tp);
+    if (kind == LayerKind::mamba) {
+        // Per head a [head_dim, state_dim] state; the convolution runs over x, B and C.
+        const MambaSpec& a = m.mamba;
+        const double conv = static_cast<double>(a.d_inner(m.hidden) + 2 * a.groups * a.state_dim);
+        return {static_cast<double>(a.heads(m.hidden) * a.head_dim * a.state_dim) / ranks,
+                conv / ranks * static_cast<double>(a.conv_kernel - 1)};
+    }
+    if (kind == LayerKind::linear) {
+        // Per value head a [key_head_dim, value_head_dim] state; the convolution runs over q, k, v.
+        const LinearAttentionSpec& a = m.linear_attention;
+        const double conv = static_cast<double>(2 * a.key_dim() + a.value_dim());
+        return {static_cast<double>(a.value_heads * a.key_head_dim * a.value_head_dim) / ranks,
+                conv / ranks * static_cast<double>(a.conv_kernel - 1)};
+    }
+    return {};
 }
 
 namespace {

@@ -132,4 +132,16 @@ void head_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, bool with_
 // Tensor-parallel shard of the KV heads: replicated when there are fewer KV heads than ranks.
 double kv_heads_per_rank(const ModelSpec& m, int64_t tp);
 
+// What one request keeps between decode steps in a recurrent layer (a Mamba-2 mixer, a Gated
+// DeltaNet block) on one tensor-parallel rank: its state elements, held in fp32
+// (kRecurrentStateBytes), and the convolution's conv_kernel - 1 cached inputs, in the activation
+// format. Zero for any other kind. The decode ops move them; serving memory holds them.
+struct RecurrentState {
+    double state_elems = 0;
+    double conv_elems = 0;
+};
+RecurrentState recurrent_state(const ModelSpec& m, LayerKind kind, int64_t tp);
+// mamba_ssm's selective_state_update keeps the state in fp32; Qwen3.5's config.json: mamba_ssm_dtype float32.
+inline constexpr double kRecurrentStateBytes = 4.0;
+
 }  // namespace sm

@@ -78,7 +78,7 @@ int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end
         // Layers i in [begin, end) with (i + 1) a multiple of the interval attend in full.
         const int64_t p = m.linear_attention.full_attention_interval, full = end / p - begin / p;
         if (k == LayerKind::linear) return (end - begin) - full;
-        return k == (m.moe.enabled() ? LayerKind::moe : LayerKind::dense) ? full : 0;
+        return k == m.ffn_kind(LayerKind::linear) ? full : 0;
     }
     if (k != LayerKind::dense && k != LayerKind::moe) return 0;
     int64_t moe = 0;
