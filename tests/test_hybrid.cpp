@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inference/inference.hpp"
@@ -224,11 +225,19 @@ TEST(Hybrid, DecodeUpdatesTheSsmState) {
     EXPECT_TRUE(u.core_projection);
     EXPECT_DOUBLE_EQ(op_named(ops, "mamba_conv1d").bytes, 2304.0 + 6912.0);
     for (const Op& op : ops.ops) EXPECT_FALSE(op.scan) << op.name;
-    // A prompt runs the chunked scan, each product the step's per-group core.
+    // A prompt runs the chunked scan, each product the step's per-group core. Of its ops only the
+    // chunk states' keep anything (x, B and C: the conv output); the pass of the states runs in
+    // backward at twice its forward bytes.
     s.decode = false;
     s.q_len = 128;
-    for (const char* name : {"ssd_bmm_cb", "ssd_chunk_state", "ssd_state_passing", "ssd_chunk_scan_state", "ssd_chunk_scan_intra"})
-        EXPECT_TRUE(op_named(layer_ops(tiny_hybrid(), s, LayerKind::mamba), name).core_projection) << name;
+    const LayerOps prompt = layer_ops(tiny_hybrid(), s, LayerKind::mamba);
+    for (const char* name : {"ssd_bmm_cb", "ssd_chunk_state", "ssd_state_passing", "ssd_chunk_scan_state", "ssd_chunk_scan_intra"}) {
+        EXPECT_TRUE(op_named(prompt, name).core_projection) << name;
+        // 3 x 128 tokens x 192 conv channels x 2 B
+        EXPECT_DOUBLE_EQ(op_named(prompt, name).saved_bytes, std::string_view(name) == "ssd_chunk_state" ? 3.0 * 128 * 192 * 2 : 0.0)
+            << name;
+    }
+    EXPECT_DOUBLE_EQ(op_named(prompt, "ssd_state_passing").bwd_bytes_factor, 2.0);
 }
 
 // Only the attention layer ("*") caches K/V: 2 K/V heads x 16 x K and V x 2 B = 128 B a token;
