@@ -10,6 +10,7 @@
 #include "inference/inference.hpp"
 #include "inference/roofline.hpp"
 #include "model/ops.hpp"
+#include "parallel/pipeline_split.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -54,6 +55,22 @@ TEST(LinearAttention, EveryIntervalthLayerAttendsInFull) {
     EXPECT_EQ(count_layers(moe, LayerKind::dense, 0, 8), 0);
     EXPECT_EQ(moe.ffn_kind(LayerKind::linear), LayerKind::moe);
     EXPECT_EQ(m.ffn_kind(LayerKind::linear), LayerKind::dense);
+}
+
+// A dense model's stages count their Gated DeltaNet layers too (not all of them as dense
+// blocks): 8 layers over 2 stages, each 3 linear and 1 full.
+TEST(LinearAttention, DenseStagesCountTheirLinearLayers) {
+    const ModelSpec m = tiny_gdn();
+    ASSERT_FALSE(m.moe.enabled());
+    ParallelConfig p;
+    p.pp = 2;
+    const SplitOutcome cut = split_layers(m.layers, p);
+    ASSERT_TRUE(cut.ok());
+    for (int64_t g = 0; g < 2; ++g) {
+        const StageLoad l = stage_load(m, cut.split, g);
+        EXPECT_EQ(l.blocks[idx(LayerKind::linear)], 3) << g;
+        EXPECT_EQ(l.blocks[idx(LayerKind::dense)], 1) << g;
+    }
 }
 
 TEST(LinearAttention, ParametersAreTheMixersInPlaceOfAttention) {

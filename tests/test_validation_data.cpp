@@ -18,6 +18,19 @@ const std::string kHeader =
 
 CsvRow row(std::initializer_list<std::pair<const std::string, std::string>> cells) { return CsvRow(cells); }
 
+// A context that gives a field (a model preset: the architecture columns; parallel.recompute)
+// leaves it missing no more; what it does not give still is.
+TEST(UnpublishedInputs, WhatTheContextGivesIsNotMissing) {
+    const CsvRow r = row({{"measured_step_time_s", "1"}, {"pp", "1"}, {"layers", ""}, {"hidden", ""}, {"recompute", ""},
+                          {"unpublished_fields", "recompute;layers;hidden"}});
+    EXPECT_EQ(unpublished_inputs(r), "recompute, layers, hidden unpublished");
+    EXPECT_EQ(unpublished_inputs(r, {"model.preset=nemotron-3-nano-30b-a3b"}), "recompute unpublished");
+    EXPECT_EQ(unpublished_inputs(r, {"parallel.recompute=none", "model.layers=52"}), "hidden unpublished");
+    EXPECT_EQ(unpublished_inputs(r, {"model.preset=x", "parallel.recompute=selective"}), "");
+    // A preset gives no parallel field, and an unrelated override nothing.
+    EXPECT_EQ(unpublished_inputs(r, {"parallel.tp=2", "training.precision=fp8"}), "recompute, layers, hidden unpublished");
+}
+
 TEST(UnpublishedInputs, AnEmptyListedInputSkipsTheRow) {
     EXPECT_EQ(unpublished_inputs(row({{"measured_step_time_s", "1"}, {"recompute", ""}, {"pp", "1"},
                                       {"unpublished_fields", "recompute;measured_peak_mem_gib"}})),

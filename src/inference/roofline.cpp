@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "comm/collectives.hpp"
 #include "parallel/placement.hpp"
 
@@ -11,7 +13,7 @@ namespace {
 
 double as_d(int64_t x) { return static_cast<double>(x); }
 
-void add_block(std::vector<RooflineRow>& rows, const char* phase, const char* block, double count, const LayerOps& ops,
+void add_block(std::vector<RooflineRow>& rows, const char* phase, const std::string& block, double count, const LayerOps& ops,
                const SystemSpec& sys, const CostContext& ctx, const CommSpans& spans) {
     const double bw = sys.accel.memory_bw_bytes_per_s;
     for (const Op& op : ops.ops) {
@@ -59,11 +61,7 @@ void add_phase(std::vector<RooflineRow>& rows, const char* phase, const InferCon
     add_block(rows, phase, "embedding", 1, embedding_ops(c.model, layer), sys, ctx, spans);
     const LayerKindSet kinds = layer_kinds(c.model);
     for (const LayerKind k : kinds)
-        add_block(rows, phase,
-                  kinds.size() == 1            ? "layer"
-                  : k == LayerKind::linear     ? "linear layer"
-                  : k == LayerKind::moe        ? "moe layer"
-                                               : "dense layer",
+        add_block(rows, phase, kinds.size() == 1 ? std::string("layer") : fmt::format("{} layer", to_string(k)),
                   as_d(count_layers(c.model, k, 0, c.model.layers)), layer_ops(c.model, layer, k), sys, ctx, spans);
     add_block(rows, phase, "head", 1, head_ops(c.model, head, false), sys, ctx, spans);
     const GroupSpan& tp = spans.span[idx(CommGroup::tp)];

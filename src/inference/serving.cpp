@@ -161,6 +161,7 @@ PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double
         // decoding requests.
         ModelSpec mtp = c.model;
         mtp.layers = 1;
+        mtp.hybrid_pattern.clear();  // a hybrid model's module is a transformer block (mtp_block_kind)
         mtp.moe.first_dense_layers = 0;
         mtp.moe.interval = 1;
         ParallelConfig one = p;

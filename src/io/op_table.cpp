@@ -66,9 +66,12 @@ Blocks blocks(const Scenario& s) {
     return b;
 }
 
-// A hybrid block's title: Megatron-Core's names for its three kinds.
+// A hybrid block's title, with its character in Megatron-Core's pattern.
 std::string hybrid_title(LayerKind k) {
-    return k == LayerKind::mamba ? "Mamba-2 layer (M)" : k == LayerKind::attention ? "attention layer (*)" : "FFN layer (-)";
+    return k == LayerKind::mamba       ? "Mamba-2 layer (M)"
+           : k == LayerKind::attention ? "attention layer (*)"
+           : k == LayerKind::experts   ? "mixture-of-experts layer (E)"
+                                       : "FFN layer (-)";
 }
 
 Json block_json(const LayerOps& ops, const Scenario& s) {
@@ -133,8 +136,8 @@ Json training_ops_json(const Scenario& s) {
     const Blocks b = blocks(s);
     Json out = {{"layer", block_json(b.layer, s)}, {"embedding", block_json(b.embedding, s)}, {"head", block_json(b.head, s)}};
     if (b.dense_layer) out["dense_layer"] = block_json(*b.dense_layer, s);
-    // A hybrid model: one block per kind, keyed mamba_layer, mlp_layer, attention_layer ("layer"
-    // is the last of them).
+    // A hybrid model: one block per kind, keyed mamba_layer, mlp_layer, attention_layer,
+    // experts_layer ("layer" is the last of them).
     for (const auto& [k, ops] : b.hybrid) out[fmt::format("{}_layer", to_string(k))] = block_json(ops, s);
     return out;
 }

@@ -89,6 +89,7 @@ Json stages_json(const std::vector<StageReport>& stages) {
                        {"mlp_layers", s.load.blocks[idx(LayerKind::mlp)]},
                        {"attention_layers", s.load.blocks[idx(LayerKind::attention)]},
                        {"linear_layers", s.load.blocks[idx(LayerKind::linear)]},
+                       {"experts_layers", s.load.blocks[idx(LayerKind::experts)]},
                        {"embedding", s.load.embedding},
                        {"head", s.load.head},
                        {"chunks", chunks},

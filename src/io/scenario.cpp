@@ -168,13 +168,18 @@ void read_hybrid(ObjectReader& r, ModelSpec& m) {
     const std::string shown = quote_input(text);
     if (static_cast<int64_t>(text.size()) != m.layers)
         fail(where, shown, fmt::format("one character per layer: {} of them (model.layers), not {}", m.layers, text.size()));
-    if (const size_t bad = text.find_first_not_of("M-*"); bad != std::string::npos)
-        fail(where, shown, fmt::format("only \"M\" (Mamba-2), \"-\" (FFN) and \"*\" (attention); character {} is not", bad + 1));
+    if (const size_t bad = text.find_first_not_of("M-*E"); bad != std::string::npos)
+        fail(where, shown,
+             fmt::format("only \"M\" (Mamba-2), \"-\" (FFN), \"*\" (attention) and \"E\" (mixture of experts); character {} is not", bad + 1));
+    // "E" blocks are model.moe's experts; the pattern alone says which layers they are.
+    const bool experts = text.find('E') != std::string::npos;
+    if (experts != m.moe.enabled())
+        fail(where, shown.substr(0, 40),
+             experts ? "\"E\" layers with model.moe (their experts)" : "an \"E\" layer for model.moe's experts, or no model.moe");
     const std::pair<bool, const char*> clashes[] = {
         {m.kind != ModelKind::decoder, "model.kind \"decoder\""},
-        {m.moe.enabled(), "no model.moe"},
+        {m.moe.first_dense_layers > 0 || m.moe.interval != 1, "the pattern alone placing the experts (no model.moe.first_dense_layers or interval)"},
         {m.attention_kind == AttentionKind::mla, "model.attention_kind \"mha\""},
-        {m.mtp_layers > 0, "model.mtp_layers 0"},
         {m.sliding_window > 0, "no model.sliding_window"},
         {m.attention == AttentionImpl::unfused, "model.attention \"fused\""},
     };
@@ -186,12 +191,13 @@ void read_hybrid(ObjectReader& r, ModelSpec& m) {
         m.mamba.groups = model_count(*mamba, "mamba.groups", m.mamba.groups);
         m.mamba.head_dim = model_count(*mamba, "mamba.head_dim", m.mamba.head_dim);
         m.mamba.expand = model_count(*mamba, "mamba.expand", m.mamba.expand);
+        if (mamba->has("num_heads")) m.mamba.num_heads = model_count(*mamba, "mamba.num_heads", std::nullopt);
         m.mamba.conv_kernel = model_count(*mamba, "mamba.conv_kernel", m.mamba.conv_kernel);
         m.mamba.chunk = model_count(*mamba, "mamba.chunk", m.mamba.chunk);
         mamba->finish();
     }
     const int64_t inner = m.mamba.d_inner(m.hidden);
-    if (inner % m.mamba.head_dim != 0)
+    if (inner % m.mamba.head_dim != 0)  // num_heads x head_dim always divides
         fail(r.path_of("mamba") + ".head_dim", std::to_string(m.mamba.head_dim),
              fmt::format("must divide expand x hidden ({})", inner));
     if (m.mamba.heads(m.hidden) % m.mamba.groups != 0)
@@ -275,6 +281,7 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
         const NumericField& skew = model_field("moe.load_imbalance");
         m.moe.load_imbalance =
             moe->number("load_imbalance", 1.0, skew.lo, std::min(skew.hi, static_cast<double>(m.moe.experts) / static_cast<double>(m.moe.top_k)));
+        if (moe->has("latent_size")) m.moe.latent_size = model_count(*moe, "moe.latent_size", std::nullopt);
         moe->finish();
     }
     m.norm = r.choice("norm", "layernorm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? NormKind::rmsnorm : NormKind::layernorm;
@@ -289,6 +296,7 @@ ModelSpec read_model(const Json& j, const std::string& path, Json* sink = nullpt
     if (m.kind == ModelKind::vit && m.tied_embeddings)
         fail(r.path_of("tied_embeddings"), "true", "false with model.kind \"vit\": its patch embedding and regression head have different shapes");
     m.mtp_layers = model_count(r, "mtp_layers", 0);
+    m.mtp_repeated = r.boolean("mtp_repeated", false);
     if (m.mtp_layers > 0 && m.kind == ModelKind::vit)
         fail(r.path_of("mtp_layers"), std::to_string(m.mtp_layers), "0 with model.kind \"vit\": multi-token prediction predicts tokens");
     m.dropout = r.boolean("dropout", false);

@@ -230,10 +230,41 @@ std::optional<std::string> unmodelled(const CsvRow& row, const std::vector<std::
 
 }  // namespace
 
-std::string unpublished_inputs(const CsvRow& row) {
+namespace {
+
+// The scenario path a data set's input column gives (empty: none of a context's business).
+std::string column_path(const std::string& column) {
+    static const std::pair<const char*, const char*> kPaths[] = {
+        {"layers", "model.layers"},       {"hidden", "model.hidden"},     {"heads", "model.heads"},
+        {"kv_heads", "model.kv_heads"},   {"ffn_hidden", "model.ffn_hidden"}, {"ffn_act", "model.ffn_act"},
+        {"vocab", "model.vocab"},         {"seq_len", "model.seq_len"},   {"tp", "parallel.tp"},
+        {"pp", "parallel.pp"},            {"dp", "parallel.dp"},          {"cp", "parallel.cp"},
+        {"ep", "parallel.ep"},            {"vp", "parallel.vp"},          {"mbs", "parallel.microbatch"},
+        {"zero", "parallel.zero"},        {"recompute", "parallel.recompute"}, {"sequence_parallel", "parallel.sequence_parallel"},
+        {"gbs", "training.global_batch"}, {"precision", "training.precision"}};
+    for (const auto& [c, path] : kPaths)
+        if (column == c) return path;
+    return "";
+}
+
+// Whether the overrides set `column`'s field: by its own path, or (an architecture column) by
+// naming a model preset, which gives every one of them.
+bool overridden(const std::vector<std::string>& overrides, const std::string& column) {
+    const std::string path = column_path(column);
+    if (path.empty()) return false;
+    for (const std::string& o : overrides) {
+        const std::string key = o.substr(0, o.find('='));
+        if (key == path || (key == "model.preset" && path.starts_with("model."))) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string unpublished_inputs(const CsvRow& row, const std::vector<std::string>& overrides) {
     std::string missing;
     for (const std::string& f : split_list(field(row, "unpublished_fields"))) {
-        if (!field(row, f.c_str()).empty() || !is_needed(row, f)) continue;
+        if (!field(row, f.c_str()).empty() || !is_needed(row, f) || overridden(overrides, f)) continue;
         missing += (missing.empty() ? "" : ", ") + f;
     }
     return missing.empty() ? "" : printable(missing, 200) + " unpublished";
@@ -245,8 +276,12 @@ Expected<Json> row_scenario(const CsvRow& row) {
     if (is_model_preset(name)) {
         model["preset"] = name;
     } else {
-        const bool gpt = field(row, "ffn_act") != "swiglu";
         model["name"] = name;
+    }
+    if (!is_model_preset(name) && !field(row, "ffn_act").empty()) {
+        // The family's conventions, read off its FFN (a row without it takes its model from its
+        // context: a preset).
+        const bool gpt = field(row, "ffn_act") != "swiglu";
         model["norm"] = gpt ? "layernorm" : "rmsnorm";
         model["bias"] = gpt;
         model["position"] = gpt ? "learned" : "rope";
@@ -471,13 +506,13 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
     // The scenario a row describes with the context's overrides, `extra` and the user's (the
     // user's word last), or why it cannot be built (the row is then skipped with that reason;
     // what the model cannot represent comes with no path).
-    auto build = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<Scenario> {
-        const bool training = is_training_row(row);
+    // The overrides a row's scenario takes: the set's, then its model's, then its rows', then
+    // `extra`, then the user's; or why the row cannot be modelled.
+    auto overrides_for = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<std::vector<std::string>> {
         const auto model_ctx = ctx.models.find(field(row, "model"));
         const std::vector<std::string> no_overrides;
         const std::vector<std::string>& model_overrides = model_ctx != ctx.models.end() ? model_ctx->second.overrides : no_overrides;
-        if (const auto why = training ? std::nullopt : unmodelled(row, model_overrides)) return InputError{"", "", *why};
-        // The set's overrides, then its model's, then its rows', then `extra`, then the user's.
+        if (const auto why = is_training_row(row) ? std::nullopt : unmodelled(row, model_overrides)) return InputError{"", "", *why};
         std::vector<std::string> sets = ctx.overrides;
         if (model_ctx != ctx.models.end()) {
             if (!model_ctx->second.unsupported.empty()) return InputError{"", "", model_ctx->second.unsupported};
@@ -488,16 +523,22 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
                 sets.insert(sets.end(), rc.overrides.begin(), rc.overrides.end());
         sets.insert(sets.end(), extra.begin(), extra.end());
         sets.insert(sets.end(), user_sets.begin(), user_sets.end());
+        return sets;
+    };
+    auto build = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<Scenario> {
+        Expected<std::vector<std::string>> sets = overrides_for(row, extra);
+        if (!sets) return sets.error();
         Expected<Json> doc = row_scenario(row);
-        if (doc) doc = apply_overrides(std::move(doc).value(), sets);
+        if (doc) doc = apply_overrides(std::move(doc).value(), sets.value());
         if (!doc) return doc.error();
-        return build_scenario(doc.value(), training ? Purpose::train : Purpose::infer);
+        return build_scenario(doc.value(), is_training_row(row) ? Purpose::train : Purpose::infer);
     };
     Expected<size_t> rows = for_each_csv_row(csv_text, kDatasetLimits, printable(dataset), [&](const CsvRow& row) {
         const std::string& id = field(row, "id");
         const std::string shown_id = printable(id, 200);  // a skipped row is one line of text, whatever its cell holds
         const bool training = is_training_row(row);
-        if (const std::string missing = unpublished_inputs(row); !missing.empty()) {
+        const Expected<std::vector<std::string>> given = overrides_for(row, {});
+        if (const std::string missing = unpublished_inputs(row, given ? given.value() : std::vector<std::string>{}); !missing.empty()) {
             rep.skipped.push_back(shown_id + ": " + missing);
             if (training && missing == "recompute unpublished") bracket(rep, row, dataset, build);
             return;

@@ -102,8 +102,10 @@ std::string context_path_for(const std::string& dataset_path);
 // its `unpublished_fields` (a ';' list) whose cell is empty and that the model reads, as
 // "recompute unpublished" (empty when none). A listed field whose cell is filled anyway is the
 // data set's documented assumption (see its notes) and is used; `measured_peak_mem_gib` and
-// `measured_tokens_per_s_per_gpu` are never needed (the step time or latency is compared).
-std::string unpublished_inputs(const CsvRow& row);
+// `measured_tokens_per_s_per_gpu` are never needed (the step time or latency is compared). A field
+// the row's context overrides give (`overrides`, "path=value" each: parallel.recompute for
+// recompute, a model.preset for the architecture columns) is not missing.
+std::string unpublished_inputs(const CsvRow& row, const std::vector<std::string>& overrides = {});
 // The bounds on a data set read from a user (published sets hold tens of rows).
 inline constexpr CsvLimits kDatasetLimits{10000, 1000};
 

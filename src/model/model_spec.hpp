@@ -64,7 +64,10 @@ struct MambaSpec {
     int64_t expand = 2;
     int64_t conv_kernel = 4;
     int64_t chunk = 128;
-    [[nodiscard]] int64_t d_inner(int64_t hidden) const { return expand * hidden; }
+    // Heads given outright (Megatron's --mamba-num-heads; Nemotron 3 Nano: 64 of 64 on a 2,688
+    // hidden, no whole expand): d_inner = num_heads x head_dim. 0: expand x hidden.
+    int64_t num_heads = 0;
+    [[nodiscard]] int64_t d_inner(int64_t hidden) const { return num_heads > 0 ? num_heads * head_dim : expand * hidden; }
     [[nodiscard]] int64_t heads(int64_t hidden) const { return d_inner(hidden) / head_dim; }
     bool operator==(const MambaSpec&) const = default;
 };
@@ -110,24 +113,30 @@ struct MoeSpec {
     // over the mean (1: balanced). Every rank waits for it, so its expert GEMMs and all-to-all set
     // the pace. At ep 1 every GPU holds every expert and the imbalance has no effect.
     double load_imbalance = 1.0;
+    // Latent MoE (Megatron-Core's moe_latent_size; Nemotron 3 Super and Ultra): the routed experts
+    // run in a narrower width. Each token is projected [h -> latent] before dispatch and back
+    // [latent -> h] after the combine (fc1/fc2_latent_proj, replicated over tensor-parallel
+    // ranks), so the all-to-alls carry latent-wide rows and every expert is [latent -> f -> latent].
+    // The router and the shared experts read the full hidden state. 0: none.
+    int64_t latent_size = 0;
     [[nodiscard]] bool enabled() const { return experts > 0; }
     bool operator==(const MoeSpec&) const = default;
 };
 
 // The kinds of block a model can hold; block costs and parameters are per kind. dense and moe
 // are transformer blocks (attention then FFN); a hybrid model (model.hybrid_pattern) stacks
-// single-purpose blocks instead: a Mamba-2 mixer, an FFN alone, attention alone (Megatron-Core's
-// hybrid stack: "M", "-", "*"), each with its own norm and residual. linear is a transformer
-// block whose attention is Gated DeltaNet (model.linear_attention), its FFN the model's (MoE when
-// the model has experts).
-enum class LayerKind { dense, moe, mamba, mlp, attention, linear };
-inline constexpr size_t kLayerKinds = 6;
-inline constexpr std::array<LayerKind, kLayerKinds> kAllLayerKinds = {LayerKind::dense, LayerKind::moe,       LayerKind::mamba,
-                                                                      LayerKind::mlp,   LayerKind::attention, LayerKind::linear};
+// single-purpose blocks instead: a Mamba-2 mixer, an FFN alone, attention alone, a mixture of
+// experts alone (Megatron-Core's hybrid stack: "M", "-", "*", "E"), each with its own norm and
+// residual. linear is a transformer block whose attention is Gated DeltaNet
+// (model.linear_attention), its FFN the model's (MoE when the model has experts).
+enum class LayerKind { dense, moe, mamba, mlp, attention, linear, experts };
+inline constexpr size_t kLayerKinds = 7;
+inline constexpr std::array<LayerKind, kLayerKinds> kAllLayerKinds = {
+    LayerKind::dense, LayerKind::moe, LayerKind::mamba, LayerKind::mlp, LayerKind::attention, LayerKind::linear, LayerKind::experts};
 // A model holds at most three of them: dense and MoE, or a hybrid's three.
 inline constexpr size_t kMaxKindsHeld = 3;
 inline size_t idx(LayerKind k) { return static_cast<size_t>(k); }
-std::string_view to_string(LayerKind k);  // dense, moe, mamba, mlp, attention
+std::string_view to_string(LayerKind k);  // dense, moe, mamba, mlp, attention, linear, experts
 
 // The model family: what surrounds the blocks and how attention masks.
 // decoder: token lookup, causal attention, LM head and softmax cross-entropy (GPT, Llama).
@@ -165,9 +174,12 @@ struct ModelSpec {
     bool bias = true;
     PositionKind position = PositionKind::learned;
     bool tied_embeddings = false;
-    // Multi-token prediction modules trained beside the model (DeepSeek-V3: 1), each a block of
-    // the last layer's kind with its own projection, norms and loss, on the last pipeline stage.
+    // Multi-token prediction modules trained beside the model (DeepSeek-V3: 1), each a block
+    // (mtp_block_kind) with its own projection, norms and loss, on the last pipeline stage.
     int64_t mtp_layers = 0;
+    // One module's weights run at every depth (Megatron-Core's mtp_use_repeated_layer; Nemotron 3
+    // Super trains 2 depths of its one module): the compute of mtp_layers, the parameters of one.
+    bool mtp_repeated = false;
     bool dropout = false;
     bool causal = true;
     AttentionImpl attention = AttentionImpl::fused;
@@ -183,8 +195,9 @@ struct ModelSpec {
     // the others are windowed (Hugging Face's Gemma convention); 0: every layer is windowed.
     int64_t sliding_window = 0;
     int64_t sliding_window_pattern = 0;
-    // A hybrid Mamba-Transformer (Nemotron-H): one character per layer, "M" a Mamba-2 mixer, "-"
-    // an FFN, "*" attention (Megatron-Core's hybrid_override_pattern). Empty: transformer blocks.
+    // A hybrid Mamba-Transformer (Nemotron-H, Nemotron 3): one character per layer, "M" a Mamba-2
+    // mixer, "-" an FFN, "*" attention, "E" a mixture of experts (model.moe; Megatron-Core's
+    // hybrid_override_pattern). Empty: transformer blocks.
     std::string hybrid_pattern;
     MambaSpec mamba;  // the "M" layers'
     LinearAttentionSpec linear_attention;  // Gated DeltaNet layers (LayerKind::linear)
@@ -204,6 +217,9 @@ struct ModelSpec {
 
 // The kind of block at layer `layer` (0-based).
 LayerKind layer_kind(const ModelSpec& m, int64_t layer);
+// A multi-token prediction module's block: the last layer's kind; in a hybrid model a transformer
+// block of attention and the model's FFN (Nemotron 3's mtp_hybrid_override_pattern "*E").
+LayerKind mtp_block_kind(const ModelSpec& m);
 // How many blocks of kind k lie in layers [begin, end).
 int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end);
 // The kinds the model holds, dense first: a value, iterated like a container (the search asks

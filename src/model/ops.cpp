@@ -582,16 +582,18 @@ struct FfnNames {
 // One FFN (or `batch` experts side by side, `m` token rows each) of width f on this GPU: up
 // projection, activation (backward needs its input: both halves when gated), down projection
 // (backward needs the activation's output). `in_saved`: the input kept for the up projection.
+// `width`: the rows' width (the hidden width; a latent MoE's experts run in the latent width).
 void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, const FfnNames& names, double rows,
-         double batch, double f, double in_saved, bool experts = false) {
+         double batch, double f, double in_saved, bool experts = false, double width = 0) {
     const ActCost act = activation_cost(m.ffn_act);
     const double elems = rows * batch * f;  // activation outputs
+    const double h = width > 0 ? width : d.h;
     // Experts are no tensor-parallel region of their own (their tokens come gathered by the
     // dispatcher, cast whole) and SUMMA is refused for them (scenario.cpp).
     const Split up = experts ? Split::none : Split::column, down = experts ? Split::none : Split::row;
-    weight_gemm(out, s, names.up, {rows, act.halves * f, d.h, batch}, in_saved, LoraTarget::linear_fc1, up);
+    weight_gemm(out, s, names.up, {rows, act.halves * f, h, batch}, in_saved, LoraTarget::linear_fc1, up);
     out.ops.push_back(elementwise_op(names.act, (act.halves + 1.0) * elems * d.e, act.halves * elems * d.e, 2.0, act.flop * elems));
-    weight_gemm(out, s, names.down, {rows, d.h, f, batch}, elems * d.e, LoraTarget::linear_fc2, down);
+    weight_gemm(out, s, names.down, {rows, h, f, batch}, elems * d.e, LoraTarget::linear_fc2, down);
 }
 
 // Experts split narrower than the rest is tensor-parallel (etp < tp; whole at etp 1): in
@@ -647,8 +649,14 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const bool shared = m.moe.shared_experts > 0;
 
     // The router and the shared experts read the same input; it is kept once.
-    weight_gemm(out, s, "moe_router", {replicated ? d.tokens : own, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
-    const double a2a = routed * d.h * d.e, gathered = rows * d.h * d.e;
+    const double routed_tokens = replicated ? d.tokens : own;
+    weight_gemm(out, s, "moe_router", {routed_tokens, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
+    // Latent MoE: the routed path runs `width` wide, projected down from the hidden width first
+    // (a GEMM every rank runs whole on the tokens it routes; it reads the router's input).
+    const bool latent = m.moe.latent_size > 0;
+    const double width = latent ? static_cast<double>(m.moe.latent_size) : d.h;
+    if (latent) weight_gemm(out, s, "moe_latent_down", {routed_tokens, width, d.h, 1}, 0.0, LoraTarget::none);
+    const double a2a = routed * width * d.e, gathered = rows * width * d.e;
     // Megatron's shared-expert overlap runs dispatch and combine while the shared experts compute.
     const bool hidden = shared && s.shared_expert_overlap;
     // Token permutation, memory-bound (Megatron-Core's alltoall dispatcher; TensorRT-LLM's
@@ -657,7 +665,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // routing probabilities, into the token rows; backward scatters and gathers the same. The
     // weighted sum keeps the expert outputs for the probabilities' gradient. Fine-grained experts
     // (DeepSeek-V3: 2,048 wide, top 8) spend on this about a third of their GEMMs' time.
-    const double copies = own * topk * d.h * d.e, token_rows = own * d.h * d.e;
+    const double copies = own * topk * width * d.e, token_rows = own * width * d.e;
     if (widened) {
         out.comms.push_back({"moe_dp_all_gather", Collective::all_gather, CommGroup::etp, Pass::fwd, token_rows, 1, false});
         out.comms.push_back({"moe_dp_reduce_scatter_grad", Collective::reduce_scatter, CommGroup::etp, Pass::bwd, token_rows, 1, false});
@@ -685,7 +693,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const double touched =
         s.decode ? local_experts * (1.0 - std::pow(1.0 - topk / experts, own * ep)) : local_experts;
     ffn(out, m, s, d, {"expert_up", "expert_act", "expert_down"}, rows / touched, touched, expert_width, gathered,
-        true);
+        true, width);
     if (regroup) out.ops.push_back(elementwise_op("moe_unsort_chunks", 2.0 * gathered, 0.0, 1.0));
     if (gather > 1) {
         out.comms.push_back({"moe_tp_reduce_scatter", Collective::reduce_scatter, CommGroup::tp, Pass::fwd, gathered, 1, false});
@@ -703,6 +711,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_dp_reduce_scatter", Collective::reduce_scatter, CommGroup::etp, Pass::fwd, token_rows, 1, false});
         out.comms.push_back({"moe_dp_all_gather_grad", Collective::all_gather, CommGroup::etp, Pass::bwd, token_rows, 1, false});
     }
+    // Back to the hidden width (backward needs the latent rows it read).
+    if (latent) weight_gemm(out, s, "moe_latent_up", {routed_tokens, d.h, width, 1}, token_rows, LoraTarget::none);
     if (shared) {
         const size_t first = out.ops.size();
         ffn(out, m, s, d, {"shared_up", "shared_act", "shared_down"}, d.tokens, 1,
@@ -739,6 +749,18 @@ RecurrentState recurrent_state(const ModelSpec& m, LayerKind kind, int64_t tp) {
 namespace {
 
 // `out` emptied for refilling: every field at its default, the vectors' storage kept.
+// The FFN sub-layer of kind `ffn` (dense or moe) in its tensor-parallel region. Under sequence
+// parallelism an MoE sub-layer routes each rank's own tokens (feed_forward): it enters the
+// tensor-parallel region only for its shared experts, whose gather, like the dense FFN's, feeds a
+// low-precision up projection alone.
+void ffn_sublayer(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind ffn, double full_act) {
+    const bool own_tokens = ffn == LayerKind::moe && s.sequence_parallel && s.tp > 1;
+    const bool tp_region = !own_tokens || m.moe.shared_experts > 0;
+    if (tp_region) enter_tp_region(out.comms, s, full_act, true);
+    feed_forward(out, m, s, d, ffn);
+    if (tp_region) leave_tp_region(out.comms, s, full_act);
+}
+
 void reset(LayerOps& out) {
     LayerOps fresh;
     fresh.ops = std::move(out.ops);
@@ -776,7 +798,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
     const double full_act = d.tokens * d.h * d.e;  // one [T, h] activation, gathered
     out.input_bytes = d.tokens_sp * d.h * d.e;  // sharded by sequence parallelism, as Megatron keeps it
 
-    if (kind == LayerKind::mamba || kind == LayerKind::mlp || kind == LayerKind::attention) {
+    if (kind == LayerKind::mamba || kind == LayerKind::mlp || kind == LayerKind::attention || kind == LayerKind::experts) {
         // A hybrid model's single-purpose block: pre-norm, the one sub-layer, residual.
         norm(out, "pre_norm", m, d, d.h);
         if (kind == LayerKind::mamba) {
@@ -785,9 +807,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
             mha(out, m, s, d);
             leave_tp_region(out.comms, s, full_act);
         } else {
-            enter_tp_region(out.comms, s, full_act, true);
-            feed_forward(out, m, s, d, LayerKind::dense);
-            leave_tp_region(out.comms, s, full_act);
+            ffn_sublayer(out, m, s, d, kind == LayerKind::experts ? LayerKind::moe : LayerKind::dense, full_act);
         }
         residual(out, "residual", m, d);
         return;
@@ -806,15 +826,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
 
     norm(out, "ffn_norm", m, d, d.h);
     norm_stats(out, m, s, d);
-    // Under sequence parallelism an MoE block routes each rank's own tokens (feed_forward): it
-    // enters the tensor-parallel region only for its shared experts, whose gather, like the dense
-    // FFN's, feeds a low-precision up projection alone.
-    const LayerKind ffn = m.ffn_kind(kind);
-    const bool own_tokens = ffn == LayerKind::moe && s.sequence_parallel && s.tp > 1;
-    const bool tp_region = !own_tokens || m.moe.shared_experts > 0;
-    if (tp_region) enter_tp_region(out.comms, s, full_act, true);
-    feed_forward(out, m, s, d, ffn);
-    if (tp_region) leave_tp_region(out.comms, s, full_act);
+    ffn_sublayer(out, m, s, d, m.ffn_kind(kind), full_act);
     residual(out, "ffn_residual", m, d);
 }
 
@@ -826,7 +838,7 @@ LayerOps attention_ops(const ModelSpec& m, const LayerShape& s, LayerKind kind) 
 
 void attention_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind kind) {
     reset(out);
-    if (kind == LayerKind::mlp) return;
+    if (kind == LayerKind::mlp || kind == LayerKind::experts) return;
     const Dims d = dims(m, s);
     // A recurrent mixer's core (its scan) is what a step runs per group of sequences.
     if (kind == LayerKind::mamba) return mamba(out, m, s, d);
@@ -943,10 +955,10 @@ void lm_output(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dim
 // MultiTokenPredictionBlock, after the decoder on the last stage): per module, the next token's
 // embedding (the model's, vocabulary-parallel) and the previous depth's hidden state, each
 // normalised, concatenated and projected [2h -> h] (column-parallel, gathered back), one block
-// of the last layer's kind, then its own final norm, the shared output layer and a loss.
+// (mtp_block_kind), then its own final norm, the shared output layer and a loss.
 void mtp_modules(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) {
     LayerOps block;
-    layer_ops(block, m, s, layer_kind(m, m.layers - 1));
+    layer_ops(block, m, s, mtp_block_kind(m));
     for (int64_t i = 0; i < m.mtp_layers; ++i) {
         out.ops.push_back(elementwise_op("mtp_embedding", 2.0 * d.tokens * d.h * d.e, 0.0));
         leave_tp_region(out.comms, s, d.tokens * d.h * d.e);

@@ -21,7 +21,7 @@ std::string_view to_string(ModelKind k) {
 }
 
 std::string_view to_string(LayerKind k) {
-    constexpr std::array<std::string_view, kLayerKinds> names = {"dense", "moe", "mamba", "mlp", "attention", "linear"};
+    constexpr std::array<std::string_view, kLayerKinds> names = {"dense", "moe", "mamba", "mlp", "attention", "linear", "experts"};
     return names[idx(k)];
 }
 
@@ -44,7 +44,9 @@ std::vector<std::string> ffn_act_names() {
 }
 
 // A hybrid pattern's character for each single-purpose block.
-LayerKind hybrid_kind(char c) { return c == 'M' ? LayerKind::mamba : c == '*' ? LayerKind::attention : LayerKind::mlp; }
+LayerKind hybrid_kind(char c) {
+    return c == 'M' ? LayerKind::mamba : c == '*' ? LayerKind::attention : c == 'E' ? LayerKind::experts : LayerKind::mlp;
+}
 
 LayerKind layer_kind(const ModelSpec& m, int64_t layer) {
     if (m.hybrid()) return hybrid_kind(m.hybrid_pattern[static_cast<size_t>(layer)]);
@@ -53,6 +55,11 @@ LayerKind layer_kind(const ModelSpec& m, int64_t layer) {
     if (m.linear_attention.enabled() && (layer + 1) % m.linear_attention.full_attention_interval != 0) return LayerKind::linear;
     const bool moe = m.moe.enabled() && layer >= m.moe.first_dense_layers && (layer + 1) % m.moe.interval == 0;
     return moe ? LayerKind::moe : LayerKind::dense;
+}
+
+LayerKind mtp_block_kind(const ModelSpec& m) {
+    if (m.hybrid()) return m.moe.enabled() ? LayerKind::moe : LayerKind::dense;
+    return layer_kind(m, m.layers - 1);
 }
 
 double windowed_layer_share(const ModelSpec& m) {
@@ -105,9 +112,9 @@ std::optional<TpMisfit> tensor_parallel_misfit(const ModelSpec& m, int64_t tp) {
         if (m.linear_attention.value_heads % tp != 0)
             return TpMisfit{"model.linear_attention.value_heads", m.linear_attention.value_heads, false};
     }
-    for (const LayerKind k : {LayerKind::dense, LayerKind::moe, LayerKind::mlp}) {
+    for (const LayerKind k : {LayerKind::dense, LayerKind::moe, LayerKind::mlp, LayerKind::experts}) {
         if (count_layers(m, k, 0, m.layers) == 0) continue;
-        const bool moe = k == LayerKind::moe;
+        const bool moe = k == LayerKind::moe || k == LayerKind::experts;
         const int64_t f = moe ? m.moe.expert_ffn_hidden : m.ffn_hidden;
         if (f % tp != 0) return TpMisfit{moe ? "model.moe.expert_ffn_hidden" : "model.ffn_hidden", f, false};
     }
@@ -172,8 +179,8 @@ Matrices attention_matrices(const ModelSpec& m) {
     return v;
 }
 
-Matrices ffn_matrices(const ModelSpec& m, double f) {
-    const double h = static_cast<double>(m.hidden);
+// An FFN of width f between `h`-wide rows (the model's hidden width, or a latent MoE's latent).
+Matrices ffn_matrices(const ModelSpec& m, double f, double h) {
     Matrices v;
     v.add({h, (gated(m.ffn_act) ? 2.0 : 1.0) * f, LoraTarget::linear_fc1});
     v.add({f, h, LoraTarget::linear_fc2});
@@ -208,7 +215,7 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
                                     ? norm_per_width * static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank)
                                     : 0.0;
     const Sum attn = sum(attention_matrices(m), b, lora);
-    auto ffn = [&](int64_t f) { return sum(ffn_matrices(m, static_cast<double>(f)), b, lora); };
+    auto ffn = [&](int64_t f, double width) { return sum(ffn_matrices(m, static_cast<double>(f), width), b, lora); };
     auto full_or = [&](double adapters, double total) { return lora.enabled() ? adapters : total; };
 
     ParamCount p;
@@ -216,17 +223,21 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
     for (const LayerKind k : kAllLayerKinds) p.layers[idx(k)] = count_layers(m, k, 0, m.layers);
     const double common = attn.params + 2.0 * norm + latent_norms;
     LayerParams& dense = p.layer[idx(LayerKind::dense)];
-    const Sum dense_ffn = ffn(m.ffn_hidden);
+    const Sum dense_ffn = ffn(m.ffn_hidden, h);
     dense.total = common + dense_ffn.params;
     dense.active = dense.total;
     dense.trainable = full_or(attn.adapters + dense_ffn.adapters, dense.total);
     if (m.moe.enabled()) {
         const double experts = static_cast<double>(m.moe.experts);
         const double router = h * experts;
-        const Sum expert = ffn(m.moe.expert_ffn_hidden);
-        const Sum shared = ffn(m.moe.shared_expert_ffn_hidden);
+        // Latent MoE: the experts between latent-wide rows, and the projections into and out of
+        // the latent width (no LoRA target: Megatron's fc1/fc2_latent_proj are not adapted).
+        const double latent = static_cast<double>(m.moe.latent_size);
+        const Sum expert = ffn(m.moe.expert_ffn_hidden, latent > 0 ? latent : h);
+        const Sum shared = ffn(m.moe.shared_expert_ffn_hidden, h);
         const double shared_n = static_cast<double>(m.moe.shared_experts);
-        const double always = common + router + shared_n * shared.params;  // every token's
+        const double projections = latent > 0 ? 2.0 * h * latent + b * (latent + h) : 0.0;
+        const double always = common + router + shared_n * shared.params + projections;  // every token's
         LayerParams& moe = p.layer[idx(LayerKind::moe)];
         moe.experts = experts * expert.params;
         moe.total = always + moe.experts;
@@ -271,6 +282,15 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
         LayerParams& attention = p.layer[idx(LayerKind::attention)];
         attention.total = attn.params + norm;
         for (LayerParams* l : {&mamba, &mlp, &attention}) l->active = l->trainable = l->total;
+        // A mixture of experts alone: the MoE block's FFN half (router, experts, shared experts,
+        // latent projections) behind one norm.
+        const LayerParams& moe = p.layer[idx(LayerKind::moe)];
+        LayerParams& experts = p.layer[idx(LayerKind::experts)];
+        experts = moe;
+        experts.total = moe.total - common + norm;
+        experts.active = moe.active - common + norm;
+        experts.trainable = experts.total;
+        experts.trainable_experts = experts.experts;
     }
     if (m.kind == ModelKind::vit) {
         // Patch embedding (a patch x patch convolution of stride patch: one [patch_in, h] matrix
@@ -287,10 +307,10 @@ ParamCount count_params(const ModelSpec& m, const LoraSpec& lora) {
     if (m.mtp_layers > 0) {
         // Each module (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer): norms of
         // the next token's embedding and of the hidden state, their concatenation projected
-        // [2h -> h], a block of the last layer's kind and its own final norm; the embedding and
-        // the output layer are the model's.
-        const double n = static_cast<double>(m.mtp_layers);
-        const LayerParams& block = p.layer[idx(layer_kind(m, m.layers - 1))];
+        // [2h -> h], a block (mtp_block_kind) and its own final norm; the embedding and the output
+        // layer are the model's. Repeated: one module's weights at every depth.
+        const double n = m.mtp_repeated ? 1.0 : static_cast<double>(m.mtp_layers);
+        const LayerParams& block = p.layer[idx(mtp_block_kind(m))];
         Matrices proj;
         proj.add({2.0 * h, h, LoraTarget::none});
         const double own = sum(proj, b, lora).params + 3.0 * norm;

@@ -234,7 +234,7 @@ StageLoad stage_load(const ModelSpec& m, const StageSplit& s, int64_t gpu) {
     StageLoad out;
     out.embedding = gpu == 0;
     out.head = gpu == s.pp - 1;
-    if (!m.moe.enabled() && !m.hybrid()) {  // one kind: the count is all there is (the search's hot path)
+    if (!m.moe.enabled() && !m.recurrent()) {  // one kind: the count is all there is (the search's hot path)
         out.layers = out.blocks[idx(LayerKind::dense)] = s.gpu_layers(gpu);
         return out;
     }
