@@ -5,6 +5,9 @@
 // min(ring hops, 2 ceil(log2 n)) latencies (NCCL's switch to trees).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "comm/collectives.hpp"
 #include "parallel/placement.hpp"
 #include "test_helpers.hpp"
@@ -68,6 +71,50 @@ TEST(Collectives, AllToAllTakesTheSlowerLevel) {
     EXPECT_NEAR(collective_time_s(Collective::all_to_all, S, {16, 8, 2}, s), 7.0 / 16 * S / kUp + 15 * kOutLat, 1e-15);
     // One level: 7/8 S over NVLink and 7 hops.
     EXPECT_NEAR(collective_time_s(Collective::all_to_all, S, {8, 8, 1}, s), 7.0 / 8 * S / kUp + 7 * kUpLat, 1e-15);
+}
+
+// A deduplicating dispatch (DeepEP, HybridEP) of S of token rows with 6 expert copies each. Over
+// 2 domains of 8 (16 GPUs): a row reaches the other domain with probability 1 - (1/2)^6 = 63/64
+// (S x 63/64 over the NIC) and 16 (1 - (15/16)^6) GPUs, 2 of them by the network: NVLink carries
+// 14 (1 - (15/16)^6) S; 7 scale-up and 1 scale-out latencies. The flat all-to-all of the 6
+// copies would send 6 x 8/16 S = 3 S over the NIC.
+TEST(Collectives, DispatchSendsEachRowOncePerDomainAndGpu) {
+    const SystemSpec s = h100();
+    CommOp op{"moe_dispatch", Collective::dispatch, CommGroup::ep, Pass::fwd, S, 1, false, 6};
+    const double reached = 1.0 - std::pow(15.0 / 16, 6);
+    const CollectiveCost k = collective_cost(op, {16, 8, 2}, s);
+    EXPECT_NEAR(k.scale_out_bytes, 63.0 / 64 * S, 1e-3);
+    EXPECT_NEAR(k.scale_up_bytes, 14 * reached * S, 1e-3);
+    EXPECT_NEAR(k.time_s, std::max(63.0 / 64 * S / kOut, 14 * reached * S / kUp) + 7 * kUpLat + kOutLat, 1e-15);
+    // In one domain of 8: 7 (1 - (7/8)^6) S over NVLink, 7 hops, nothing over the NIC.
+    const CollectiveCost one = collective_cost(op, {8, 8, 1}, s);
+    EXPECT_NEAR(one.scale_up_bytes, 7 * (1 - std::pow(7.0 / 8, 6)) * S, 1e-3);
+    EXPECT_EQ(one.scale_out_bytes, 0.0);
+    EXPECT_NEAR(one.time_s, 7 * (1 - std::pow(7.0 / 8, 6)) * S / kUp + 7 * kUpLat, 1e-15);
+    // Without a fanout the plain collective_cost prices nothing (a dispatch needs its copies).
+    EXPECT_EQ(collective_time_s(Collective::dispatch, S, {16, 8, 2}, s), 0.0);
+    EXPECT_EQ(collective_cost(op, {1, 1, 1}, s).time_s, 0.0);
+}
+
+// Deduplication never sends more over the network than the flat all-to-all of every copy, and
+// within one domain never more over the scale-up links: (1 - (1 - 1/n)^k) <= k / n, with
+// equality at one copy a row. (Across domains the scale-up links also forward what arrived over
+// the network, so they may carry more than the flat exchange's local share.)
+TEST(Collectives, DispatchNeverSendsMoreThanEveryCopy) {
+    const SystemSpec s = h100();
+    for (const GroupSpan g : {GroupSpan{8, 8, 1}, GroupSpan{4, 4, 1}, GroupSpan{16, 8, 2}, GroupSpan{64, 8, 8}, GroupSpan{32, 1, 32}})
+        for (const double k : {1.0, 2.0, 6.0, 8.0, 22.0}) {
+            const CommOp op{"d", Collective::dispatch, CommGroup::ep, Pass::fwd, S, 1, false, k};
+            const CollectiveCost dedup = collective_cost(op, g, s), flat = collective_cost(Collective::all_to_all, k * S, g, s);
+            EXPECT_LE(dedup.scale_out_bytes, flat.scale_out_bytes * (1 + 1e-12)) << g.size << " " << k;
+            if (g.remote == 1) EXPECT_LE(dedup.scale_up_bytes, flat.scale_up_bytes * (1 + 1e-12)) << g.size << " " << k;
+            if (k == 1.0) {
+                EXPECT_NEAR(dedup.scale_out_bytes, flat.scale_out_bytes, 1e-3) << g.size;
+                if (g.remote == 1) EXPECT_NEAR(dedup.scale_up_bytes, flat.scale_up_bytes, 1e-3) << g.size;
+            }
+            if (k > 1.0) EXPECT_LT(dedup.scale_out_bytes + (g.remote == 1 ? dedup.scale_up_bytes : 0.0),
+                                   flat.scale_out_bytes + (g.remote == 1 ? flat.scale_up_bytes : 0.0)) << g.size << " " << k;
+        }
 }
 
 TEST(Collectives, PointToPointUsesTheLinkBetweenItsEnds) {

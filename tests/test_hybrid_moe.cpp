@@ -9,6 +9,7 @@
 
 #include "model/ops.hpp"
 #include "parallel/pipeline_split.hpp"
+#include "training/step.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -91,6 +92,28 @@ TEST(HybridMoe, ExpertsBlockIsTheMixtureAloneBehindItsNorm) {
     EXPECT_EQ(testing::count_named(l, "sp_all_gather"), 0);
     // Nothing of it attends: a step's attention core (attention_ops) is empty for it.
     EXPECT_TRUE(attention_ops(tiny_hybrid_moe(), s, LayerKind::experts).ops.empty());
+}
+
+// Through a deduplicating dispatcher (training.moe_dispatcher "flex") the dispatch and combine
+// carry each of the 256 token rows once (256 x 64 x 2 = 32,768 bytes) with its 2 copies to route.
+TEST(HybridMoe, AFlexDispatcherSendsTheRowsWithTheirFanout) {
+    LayerShape s;
+    s.q_len = 256;
+    s.kv_len = 256;
+    s.ep = 2;
+    s.dedup_dispatch = true;
+    const LayerOps l = layer_ops(tiny_hybrid_moe(), s, LayerKind::experts);
+    for (const char* name : {"moe_dispatch", "moe_dispatch_grad", "moe_combine", "moe_combine_grad"}) {
+        const CommOp& c = testing::comm_named(l, name);
+        EXPECT_EQ(c.kind, Collective::dispatch) << name;
+        EXPECT_DOUBLE_EQ(c.bytes, 32768) << name;
+        EXPECT_DOUBLE_EQ(c.fanout, 2) << name;
+    }
+    EXPECT_EQ(testing::comm_named(l, "moe_combine").pass, Pass::fwd);
+    EXPECT_EQ(testing::comm_named(l, "moe_dispatch_grad").pass, Pass::bwd);
+    // The default dispatcher sends every copy.
+    s.dedup_dispatch = false;
+    EXPECT_EQ(testing::comm_named(layer_ops(tiny_hybrid_moe(), s, LayerKind::experts), "moe_dispatch").kind, Collective::all_to_all);
 }
 
 // Latent 16: the tokens projected [256, 64] -> [256, 16] before the permutation and back after
@@ -197,6 +220,15 @@ TEST(HybridMoe, ThePatternAndTheExpertsGoTogether) {
     EXPECT_NE(refusal(base + R"(, "mamba": {"num_heads": 0}}})").find("model.mamba.num_heads"), std::string::npos);
     // Multi-token prediction trains in a hybrid model.
     EXPECT_EQ(refusal(base + R"(, "mtp_layers": 2, "mtp_repeated": true}})"), "");
+    // The dispatcher is Megatron-Core's alltoall or flex.
+    const std::string flex = R"({"system": {"preset": "dgx-h100"}, "parallel": {"tp": 1, "dp": 8, "ep": 8},
+        "model": {"preset": "nemotron-3-nano-30b-a3b"}, "training": {"global_batch": 64, "moe_dispatcher": )";
+    EXPECT_EQ(refusal(flex + R"("flex"}})"), "");
+    EXPECT_NE(refusal(flex + R"("deepep"}})").find("training.moe_dispatcher"), std::string::npos);
+    const auto s = testing::load(flex + R"("flex"}})");
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s.value().training.moe_dispatcher, MoeDispatcher::flex);
+    EXPECT_TRUE(training_shape(s.value().model, s.value().parallel, s.value().training).dedup_dispatch);
 }
 
 }  // namespace

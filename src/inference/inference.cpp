@@ -47,7 +47,7 @@ PassCost cost_forward(const LayerOps& ops, const SystemSpec& sys, const CostCont
         if (op.pass != Pass::fwd) continue;
         const GroupSpan& g = spans.span[idx(op.group)];
         if (g.size <= 1) continue;
-        const CollectiveCost k = collective_cost(op.kind, op.bytes, g, sys);
+        const CollectiveCost k = collective_cost(op, g, sys);
         c.scale_up_bytes += k.scale_up_bytes * op.count;
         c.scale_out_bytes += k.scale_out_bytes * op.count;
         const double t = (k.time_s + collective_host_s) * op.count;

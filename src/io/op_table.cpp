@@ -31,6 +31,7 @@ std::string_view collective_name(Collective c) {
         case Collective::reduce_scatter: return "reduce_scatter";
         case Collective::all_to_all: return "all_to_all";
         case Collective::p2p: return "p2p";
+        case Collective::dispatch: return "dispatch";
     }
     return "?";
 }

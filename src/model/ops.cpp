@@ -672,9 +672,20 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     }
     out.ops.push_back(elementwise_op("moe_permute", 2.0 * copies, 0.0, 1.0));
     const bool dispatched = s.ep > 1 && !replicated;
+    // A deduplicating dispatcher (DeepEP, HybridEP) sends each token row once per node and GPU
+    // with its expert indices, not once per copy: the rows, and top_k copies of each to route.
+    const CommOp exchange = s.dedup_dispatch
+                                ? CommOp{"", Collective::dispatch, CommGroup::ep, Pass::fwd, a2a / topk, 1, hidden, topk}
+                                : CommOp{"", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden};
+    auto exchange_as = [&](std::string_view name, Pass pass) {
+        CommOp c = exchange;
+        c.name = name;
+        c.pass = pass;
+        out.comms.push_back(c);
+    };
     if (dispatched) {
-        out.comms.push_back({"moe_dispatch", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
-        out.comms.push_back({"moe_dispatch_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
+        exchange_as("moe_dispatch", Pass::fwd);
+        exchange_as("moe_dispatch_grad", Pass::bwd);
     }
     // In bf16 (the dispatcher's own collectives), not hidden: the experts wait for them.
     if (gather > 1) {
@@ -700,8 +711,8 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         out.comms.push_back({"moe_tp_all_gather_grad", Collective::all_gather, CommGroup::tp, Pass::bwd, gathered, 1, false});
     }
     if (dispatched) {
-        out.comms.push_back({"moe_combine", Collective::all_to_all, CommGroup::ep, Pass::fwd, a2a, 1, hidden});
-        out.comms.push_back({"moe_combine_grad", Collective::all_to_all, CommGroup::ep, Pass::bwd, a2a, 1, hidden});
+        exchange_as("moe_combine", Pass::fwd);
+        exchange_as("moe_combine_grad", Pass::bwd);
     }
     // Forward reads the copies and writes the token rows; backward reads the gradient once per
     // copy, the kept copies for the probabilities, and writes the copies' gradient.

@@ -61,7 +61,10 @@ struct Op {
     bool bwd_reruns_fwd = false;
 };
 
-enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
+// dispatch: expert parallelism's token dispatch (or combine) by a deduplicating dispatcher
+// (DeepEP, HybridEP): each token row crosses to a node once and to a GPU once, whatever the number
+// of its expert copies there (CommOp::fanout); the others move what `bytes` says.
+enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, p2p, dispatch };
 // tp: the tensor-parallel group (under SUMMA, one row of the grid: tp / tp_rows ranks);
 // tp_rows: under SUMMA, one column of the grid (tp_rows ranks, one per row).
 // etp: in inference, experts tensor-parallel wider than attention (etp > tp): the etp / tp
@@ -79,6 +82,7 @@ struct CommOp {
     double bytes = 0;
     double count = 1;
     bool overlappable = false;  // can hide behind independent compute of the same pass
+    double fanout = 1;          // dispatch: expert copies per token row (top_k); `bytes` holds the rows once
 };
 
 // How one layer is cut on one GPU for one micro-batch.
@@ -102,6 +106,8 @@ struct LayerShape {
     bool decode = false;       // one new token per sequence against a cache (MLA absorbs its up-projections)
     // Training: the expert all-to-all hides behind the shared experts (training.moe_shared_expert_overlap).
     bool shared_expert_overlap = false;
+    // Tokens reach the experts through a deduplicating dispatcher (training.moe_dispatcher "flex").
+    bool dedup_dispatch = false;
     LoraSpec lora;             // LoRA training: base weights frozen, adapters beside the targets
 };
 

@@ -63,7 +63,7 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
 std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans) {
     std::vector<CollectiveCost> out;
     out.reserve(comms.size());
-    for (const CommOp& c : comms) out.push_back(collective_cost(c.kind, c.bytes, spans.span[idx(c.group)], sys));
+    for (const CommOp& c : comms) out.push_back(collective_cost(c, spans.span[idx(c.group)], sys));
     return out;
 }
 

@@ -13,6 +13,8 @@ namespace sm {
 // parallelism). `automatic`: per_step with pp > 1, per_microbatch without.
 enum class GradReduce { automatic, per_step, per_microbatch };
 
+enum class MoeDispatcher { alltoall, flex };
+
 // The training workload and the software assumptions that move results by more than a few
 // percent: each is a named scenario field (`training.*`) with the default documented here.
 struct TrainingSpec {
@@ -33,6 +35,10 @@ struct TrainingSpec {
     // stream while the shared expert computes (Megatron-Core's moe_shared_expert_overlap; NeMo's
     // DeepSeek-V3 and Llama 4 configs set it: nemo/collections/llm/gpt/model/deepseek.py, llama.py).
     bool moe_shared_expert_overlap = true;
+    // How tokens reach the experts: Megatron-Core's alltoall dispatcher (the default) sends every
+    // expert copy of a token; its flex dispatcher (DeepEP, HybridEP) sends each token once per
+    // node and GPU that holds any of its experts (Collective::dispatch).
+    MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
     GradReduce grad_reduce = GradReduce::automatic;
     double tp_overlap = 0.0;        // fraction of blocking TP communication hidden (TE userbuffers)
     double pp_overlap = 0.0;        // fraction of pipeline p2p hidden behind compute
