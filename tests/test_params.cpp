@@ -155,9 +155,9 @@ TEST(Params, EveryPresetParses) {
         auto s = parse_system(j.value(), name);
         EXPECT_TRUE(s.ok()) << name << ": " << (s.ok() ? "" : s.error().message());
     }
-    EXPECT_EQ(model_preset_names().size(), 35u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE + Nemotron-H
+    EXPECT_EQ(model_preset_names().size(), 36u);   // 15 required by SPEC + 7 model families of issue 8 + 2 Qwen3 MoE + Nemotron-H
     // + the served models of issue 33: Llama 3.1 8B/70B, gpt-oss 20b/120b, Qwen3 8B/32B, DeepSeek-R1
-    // + Qwen3.5-397B-A17B (Gated DeltaNet, issue 30) + Nemotron 3 Nano and Super (issue 31)
+    // + Qwen3.5-397B-A17B (Gated DeltaNet, issue 30) + Nemotron 3 Nano and Super, Nemotron 3.5 Lightning (issue 31)
     EXPECT_EQ(system_preset_names().size(), 10u);  // SPEC's 8, dgx-b300, gb300-nvl72
 }
 
