@@ -173,6 +173,48 @@ TEST(HfConfig, DeepSeekV3MatchesItsPresetWithMtp) {
     EXPECT_EQ(m, r1);
 }
 
+// nvidia/NVIDIA-Nemotron-3-Super-120B-A12B's config.json (the keys read; as ai-dynamo/aiconfigurator
+// 095f58a stores it), its pattern given as layers_block_type (the newer configs' form).
+std::string nemotron3_super(bool block_types) {
+    const std::string pattern = "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME";
+    std::string layers;
+    if (block_types) {
+        layers = R"("layers_block_type": [)";
+        for (size_t i = 0; i < pattern.size(); ++i)
+            layers += std::string(i ? ", " : "") +
+                      (pattern[i] == 'M' ? R"("mamba")" : pattern[i] == 'E' ? R"("moe")" : R"("attention")");
+        layers += "],";
+    } else {
+        layers = R"("num_hidden_layers": 88, "hybrid_override_pattern": ")" + pattern + R"(",)";
+    }
+    return R"({"model_type": "nemotron_h", )" + layers + R"( "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 2688, "mlp_hidden_act": "relu2",
+        "vocab_size": 131072, "max_position_embeddings": 262144, "use_bias": false, "mlp_bias": false,
+        "attention_bias": false, "tie_word_embeddings": false, "ssm_state_size": 128, "n_groups": 8,
+        "mamba_head_dim": 64, "mamba_num_heads": 128, "conv_kernel": 4, "chunk_size": 128,
+        "n_routed_experts": 512, "num_experts_per_tok": 22, "moe_intermediate_size": 2688,
+        "n_shared_experts": 1, "moe_shared_expert_intermediate_size": 5376, "moe_latent_size": 1024,
+        "num_nextn_predict_layers": 1})";
+}
+
+TEST(HfConfig, NemotronHMatchesTheNemotron3Preset) {
+    for (const bool block_types : {false, true}) {
+        ModelSpec m = mapped(nemotron3_super(block_types));
+        EXPECT_EQ(m.hybrid_pattern.size(), 88u) << block_types;
+        EXPECT_EQ(m.moe.latent_size, 1024);
+        EXPECT_EQ(m.mamba.num_heads, 128);
+        EXPECT_EQ(m.position, PositionKind::none);
+        ModelSpec p = model_preset("nemotron-3-super-120b-a12b");
+        p.seq_len = 262144;
+        m.name = p.name;
+        EXPECT_EQ(m, p) << block_types;
+    }
+    EXPECT_EQ(refusal_of(with(nemotron3_super(false), "mlp_hidden_act", "\"silu\"")).substr(0, 36), "model.from_hf.mlp_hidden_act: got \"s");
+    std::string bad = nemotron3_super(true);
+    bad.replace(bad.find("\"mamba\""), 7, "\"gdn\"");
+    EXPECT_NE(refusal_of(bad).find("model.from_hf.layers_block_type"), std::string::npos);
+}
+
 TEST(HfConfig, GptOssWindowsEveryOtherLayerAndMatchesItsPreset) {
     ModelSpec m = mapped(gpt_oss_120b());
     EXPECT_EQ(m.sliding_window, 128);

@@ -18,7 +18,7 @@ namespace sm {
 namespace {
 
 // The families whose config.json keys differ; the model_types of one family share a mapping.
-enum class Family { llama, mistral, mixtral, qwen, qwen_moe, deepseek, gpt_oss, gemma, gemma2, gemma3 };
+enum class Family { llama, mistral, mixtral, qwen, qwen_moe, deepseek, gpt_oss, gemma, gemma2, gemma3, nemotron_h };
 
 struct TypeName {
     const char* model_type;
@@ -30,7 +30,7 @@ constexpr TypeName kTypes[] = {
     {"qwen2", Family::qwen},          {"qwen3", Family::qwen},          {"qwen2_moe", Family::qwen_moe},
     {"qwen3_moe", Family::qwen_moe},  {"deepseek_v2", Family::deepseek}, {"deepseek_v3", Family::deepseek},
     {"gpt_oss", Family::gpt_oss},     {"gemma", Family::gemma},         {"gemma2", Family::gemma2},
-    {"gemma3_text", Family::gemma3},
+    {"gemma3_text", Family::gemma3},  {"nemotron_h", Family::nemotron_h},
 };
 
 // One config object's keys, read with errors that name `where`.key. A key set to null is absent
@@ -224,6 +224,64 @@ void map_mla(const Config& c, Json& m) {
 
 bool is_gemma(Family f) { return f == Family::gemma || f == Family::gemma2 || f == Family::gemma3; }
 
+// The layer pattern of a NemotronH config: hybrid_override_pattern as Megatron-Core writes it, or
+// (newer configs) layers_block_type, one name per layer.
+std::string nemotron_h_pattern(const Config& c) {
+    if (const std::optional<std::string> p = c.text("hybrid_override_pattern")) return *p;
+    const Json* types = c.get("layers_block_type");
+    if (!types || !types->is_array() || types->empty())
+        fail(c.path("hybrid_override_pattern"), "nothing", "the layer pattern, or layers_block_type (one name per layer)");
+    std::string out;
+    for (const Json& t : *types) {
+        const std::string name = t.is_string() ? t.get<std::string>() : "";
+        const char ch = name == "mamba" ? 'M' : name == "moe" ? 'E' : name == "attention" ? '*' : name == "mlp" ? '-' : '?';
+        if (ch == '?') fail(c.path("layers_block_type"), show(t), "entries \"mamba\", \"moe\", \"attention\" or \"mlp\"");
+        out += ch;
+    }
+    return out;
+}
+
+// NemotronH (Nemotron-H, Nemotron 3): a hybrid Mamba-2 / attention / MoE stack without position
+// embeddings, squared-ReLU FFNs, RMSNorm.
+Json nemotron_h_model(const Config& c, Json m) {
+    const std::string pattern = nemotron_h_pattern(c);
+    m["layers"] = c.count("num_hidden_layers", static_cast<int64_t>(pattern.size()));
+    m["hybrid_pattern"] = pattern;
+    m["hidden"] = c.count("hidden_size");
+    m["heads"] = c.count("num_attention_heads");
+    m["kv_heads"] = c.count("num_key_value_heads", m["heads"].get<int64_t>());
+    if (c.get("head_dim")) m["head_dim"] = c.count("head_dim");
+    m["ffn_hidden"] = c.count("intermediate_size");
+    const std::string act = c.text("mlp_hidden_act").value_or("relu2");
+    if (act != "relu2") fail(c.path("mlp_hidden_act"), quote_input(act), "relu2 (squared ReLU, NemotronH's)");
+    m["ffn_act"] = "squared-relu";
+    m["vocab"] = c.count("vocab_size");
+    m["seq_len"] = c.count("max_position_embeddings");
+    m["norm"] = "rmsnorm";
+    m["position"] = "none";
+    m["causal"] = true;
+    m["bias"] = c.flag("use_bias", false) || c.flag("mlp_bias", false) || c.flag("attention_bias", false);
+    m["tied_embeddings"] = c.flag("tie_word_embeddings", false);
+    m["dropout"] = false;
+    m["mamba"] = Json{{"state_dim", c.count("ssm_state_size")}, {"groups", c.count("n_groups")},
+                      {"head_dim", c.count("mamba_head_dim")},  {"num_heads", c.count("mamba_num_heads")},
+                      {"conv_kernel", c.count("conv_kernel", 4)}, {"chunk", c.count("chunk_size", 128)}};
+    if (pattern.find('E') != std::string::npos) {
+        Json moe = {{"experts", c.count("n_routed_experts")},
+                    {"top_k", c.count("num_experts_per_tok")},
+                    {"expert_ffn_hidden", c.count("moe_intermediate_size")}};
+        if (const int64_t shared = c.count("n_shared_experts", 0, 0); shared > 0) {
+            moe["shared_experts"] = shared;
+            moe["shared_expert_ffn_hidden"] = c.count("moe_shared_expert_intermediate_size");
+        }
+        if (c.get("moe_latent_size")) moe["latent_size"] = c.count("moe_latent_size");
+        m["moe"] = moe;
+    }
+    // The MTP module (attention then MoE in Nemotron 3: model.mtp_layers' block in a hybrid model).
+    if (const int64_t mtp = c.count("num_nextn_predict_layers", 0, 0); mtp > 0) m["mtp_layers"] = mtp;
+    return m;
+}
+
 }  // namespace
 
 Json model_from_hf(const Json& config, const std::string& where) {
@@ -243,6 +301,7 @@ Json model_from_hf(const Json& config, const std::string& where) {
     m["name"] = c.text("_name_or_path").value_or(*type);
     m["description"] = fmt::format("read from a Hugging Face config.json (model_type {}){}", *type,
                                    c.get("quantization_config") ? "; the checkpoint is quantised: set the inference precisions to match" : "");
+    if (f == Family::nemotron_h) return nemotron_h_model(c, std::move(m));
     const int64_t layers = c.count("num_hidden_layers");
     m["layers"] = layers;
     m["hidden"] = c.count("hidden_size");
