@@ -151,6 +151,10 @@ base="$H/../../examples/gpt3-175b-64xa100.json"
 bad "parallel.tpp" train "$base" --set parallel.tpp=2
 bad "did you mean \"tp\"" train "$base" --set parallel.tpp=2
 bad "parallel.tp" train "$base" --set parallel.tp=0
+# Nemotron 3's fields: the dispatcher's names, an "E" layer without experts, a latent of zero.
+bad "training.moe_dispatcher" train "$base" --set training.moe_dispatcher=deepep
+bad "model.hybrid_pattern" train "$base" --set model.preset=nemotron-h-56b --set model.layers=3 --set model.hybrid_pattern=ME*
+bad "model.moe.latent_size" train "$base" --set model.preset=nemotron-3-nano-30b-a3b --set model.moe.latent_size=0
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=0
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=9
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=4.5

@@ -91,6 +91,13 @@ TEST(Collectives, DispatchSendsEachRowOncePerDomainAndGpu) {
     EXPECT_NEAR(one.scale_up_bytes, 7 * (1 - std::pow(7.0 / 8, 6)) * S, 1e-3);
     EXPECT_EQ(one.scale_out_bytes, 0.0);
     EXPECT_NEAR(one.time_s, 7 * (1 - std::pow(7.0 / 8, 6)) * S / kUp + 7 * kUpLat, 1e-15);
+    // One GPU in each of 4 domains: nothing over NVLink and no NVLink hop; a row reaches the
+    // other 3 domains with probability 1 - (3/4)^6 each, 3 network latencies.
+    const CollectiveCost apart = collective_cost(op, {4, 1, 4}, s);
+    const double remote = 3 * (1 - std::pow(3.0 / 4, 6)) * S;
+    EXPECT_EQ(apart.scale_up_bytes, 0.0);
+    EXPECT_NEAR(apart.scale_out_bytes, remote, 1e-3);
+    EXPECT_NEAR(apart.time_s, remote / kOut + 3 * kOutLat, 1e-15);
     // Without a fanout the plain collective_cost prices nothing (a dispatch needs its copies).
     EXPECT_EQ(collective_time_s(Collective::dispatch, S, {16, 8, 2}, s), 0.0);
     EXPECT_EQ(collective_cost(op, {1, 1, 1}, s).time_s, 0.0);
@@ -107,13 +114,20 @@ TEST(Collectives, DispatchNeverSendsMoreThanEveryCopy) {
             const CommOp op{"d", Collective::dispatch, CommGroup::ep, Pass::fwd, S, 1, false, k};
             const CollectiveCost dedup = collective_cost(op, g, s), flat = collective_cost(Collective::all_to_all, k * S, g, s);
             EXPECT_LE(dedup.scale_out_bytes, flat.scale_out_bytes * (1 + 1e-12)) << g.size << " " << k;
-            if (g.remote == 1) EXPECT_LE(dedup.scale_up_bytes, flat.scale_up_bytes * (1 + 1e-12)) << g.size << " " << k;
+            const bool one_domain = g.remote == 1;
+            if (one_domain) {
+                EXPECT_LE(dedup.scale_up_bytes, flat.scale_up_bytes * (1 + 1e-12)) << g.size << " " << k;
+            }
             if (k == 1.0) {
                 EXPECT_NEAR(dedup.scale_out_bytes, flat.scale_out_bytes, 1e-3) << g.size;
-                if (g.remote == 1) EXPECT_NEAR(dedup.scale_up_bytes, flat.scale_up_bytes, 1e-3) << g.size;
+                if (one_domain) {
+                    EXPECT_NEAR(dedup.scale_up_bytes, flat.scale_up_bytes, 1e-3) << g.size;
+                }
+            } else {
+                EXPECT_LT(dedup.scale_out_bytes + (one_domain ? dedup.scale_up_bytes : 0.0),
+                          flat.scale_out_bytes + (one_domain ? flat.scale_up_bytes : 0.0))
+                    << g.size << " " << k;
             }
-            if (k > 1.0) EXPECT_LT(dedup.scale_out_bytes + (g.remote == 1 ? dedup.scale_up_bytes : 0.0),
-                                   flat.scale_out_bytes + (g.remote == 1 ? flat.scale_up_bytes : 0.0)) << g.size << " " << k;
         }
 }
 

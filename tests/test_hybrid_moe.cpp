@@ -66,7 +66,8 @@ TEST(HybridMoe, ExpertsBlockParametersByHand) {
 TEST(HybridMoe, LatentExpertsParametersByHand) {
     ModelSpec m = tiny_hybrid_moe();
     m.moe.latent_size = 16;
-    const LayerParams& e = count_params(m).layer[idx(LayerKind::experts)];
+    const ParamCount p = count_params(m);
+    const LayerParams& e = p.layer[idx(LayerKind::experts)];
     EXPECT_DOUBLE_EQ(e.total, 19008);
     EXPECT_DOUBLE_EQ(e.active, 12864);
     EXPECT_DOUBLE_EQ(e.experts, 8192);
@@ -113,7 +114,8 @@ TEST(HybridMoe, AFlexDispatcherSendsTheRowsWithTheirFanout) {
     EXPECT_EQ(testing::comm_named(l, "moe_dispatch_grad").pass, Pass::bwd);
     // The default dispatcher sends every copy.
     s.dedup_dispatch = false;
-    EXPECT_EQ(testing::comm_named(layer_ops(tiny_hybrid_moe(), s, LayerKind::experts), "moe_dispatch").kind, Collective::all_to_all);
+    const LayerOps flat = layer_ops(tiny_hybrid_moe(), s, LayerKind::experts);
+    EXPECT_EQ(testing::comm_named(flat, "moe_dispatch").kind, Collective::all_to_all);
 }
 
 // Latent 16: the tokens projected [256, 64] -> [256, 16] before the permutation and back after

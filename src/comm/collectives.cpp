@@ -110,7 +110,7 @@ CollectiveCost dispatch_cost(double bytes, double fanout, const GroupSpan& g, co
     const double reached = 1.0 - std::pow(1.0 - 1.0 / n, fanout);  // of the GPUs, per row
     k.scale_up_bytes = bytes * (n - r) * reached;
     k.scale_out_bytes = r > 1 ? bytes * (r - 1.0) * (1.0 - std::pow(1.0 - 1.0 / r, fanout)) : 0.0;
-    const double up_latency = static_cast<double>(std::max<int64_t>(0, g.local - 1)) * sys.scale_up.latency_s;
+    const double up_latency = static_cast<double>(g.local - 1) * sys.scale_up.latency_s;
     const double out_latency = (r - 1.0) * sys.scale_out.latency_s;
     k.time_s = std::max(k.scale_out_bytes / sys.scale_out.effective_bw(), k.scale_up_bytes / sys.scale_up.effective_bw()) +
                up_latency + out_latency;
