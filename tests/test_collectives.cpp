@@ -98,8 +98,9 @@ TEST(Collectives, DispatchSendsEachRowOncePerDomainAndGpu) {
     EXPECT_EQ(apart.scale_up_bytes, 0.0);
     EXPECT_NEAR(apart.scale_out_bytes, remote, 1e-3);
     EXPECT_NEAR(apart.time_s, remote / kOut + 3 * kOutLat, 1e-15);
-    // Without a fanout the plain collective_cost prices nothing (a dispatch needs its copies).
-    EXPECT_EQ(collective_time_s(Collective::dispatch, S, {16, 8, 2}, s), 0.0);
+    // Without a fanout a dispatch is of one copy a row: S/2 over the NIC, 14/16 S over NVLink.
+    EXPECT_NEAR(collective_time_s(Collective::dispatch, S, {16, 8, 2}, s),
+                std::max(0.5 * S / kOut, 14.0 / 16 * S / kUp) + 7 * kUpLat + kOutLat, 1e-15);
     EXPECT_EQ(collective_cost(op, {1, 1, 1}, s).time_s, 0.0);
 }
 

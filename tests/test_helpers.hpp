@@ -140,6 +140,30 @@ inline ModelSpec tiny_llama(int64_t layers = 2) {
     return m;
 }
 
+// tiny_llama as a hybrid Mamba-Transformer: squared-ReLU FFN, no position signal, three layers
+// "M-*". The mixer: expand 2 (d_inner 128), heads of 16 (8 of them), 2 groups, state 16,
+// convolution of 4, chunks of 64 tokens.
+inline ModelSpec tiny_hybrid() {
+    ModelSpec m = tiny_llama(3);
+    m.ffn_act = FfnAct::squared_relu;
+    m.position = PositionKind::none;
+    m.hybrid_pattern = "M-*";
+    m.mamba = {.state_dim = 16, .groups = 2, .head_dim = 16, .expand = 2, .conv_kernel = 4, .chunk = 64};
+    return m;
+}
+
+// Every pipeline GPU's blocks when m's layers split evenly over pp stages.
+inline std::vector<StageLoad> stage_loads(const ModelSpec& m, int64_t pp) {
+    ParallelConfig p;
+    p.pp = pp;
+    const SplitOutcome cut = split_layers(m.layers, p);
+    EXPECT_TRUE(cut.ok()) << cut.problem;
+    std::vector<StageLoad> out;
+    if (!cut.ok()) return out;
+    for (int64_t g = 0; g < pp; ++g) out.push_back(stage_load(m, cut.split, g));
+    return out;
+}
+
 // An inference workload in fp16 throughout (math, weights, KV cache).
 inline InferenceSpec fp16_workload(int64_t batch, int64_t in, int64_t out) {
     InferenceSpec s;

@@ -19,17 +19,10 @@ namespace {
 using testing::op_named;
 using testing::refusal;
 
-// h 64, 4 heads of 16 (2 K/V heads), squared-ReLU FFN 128, vocabulary 100, RMSNorm, no biases,
-// no position signal; three layers "M-*". The mixer: expand 2 (d_inner 128), heads of 16 (8 of
-// them), 2 groups, state 16, convolution of 4, chunks of 64 tokens.
-ModelSpec tiny_hybrid() {
-    ModelSpec m = testing::tiny_llama(3);
-    m.ffn_act = FfnAct::squared_relu;
-    m.position = PositionKind::none;
-    m.hybrid_pattern = "M-*";
-    m.mamba = {.state_dim = 16, .groups = 2, .head_dim = 16, .expand = 2, .conv_kernel = 4, .chunk = 64};
-    return m;
-}
+// testing::tiny_hybrid: h 64, 4 heads of 16 (2 K/V heads), squared-ReLU FFN 128, vocabulary 100,
+// RMSNorm, no biases, no position signal; three layers "M-*"; the mixer d_inner 128, 8 heads of
+// 16, 2 groups, state 16, convolution of 4, chunks of 64 tokens.
+using testing::tiny_hybrid;
 
 // Mamba block: in_proj 64 x (2 x 128 + 2 x 2 x 16 + 8) = 64 x 328 = 20,992; convolution over x, B
 // and C (128 + 64 = 192 channels) of 4 taps and a bias: 960; dt bias, A and D per head: 24; the

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "model/ops.hpp"
-#include "parallel/pipeline_split.hpp"
 #include "training/step.hpp"
 #include "test_helpers.hpp"
 
@@ -19,15 +18,13 @@ using testing::gemm_dims;
 using testing::op_named;
 using testing::refusal;
 
-// h 64, 4 heads of 16 (2 K/V heads), squared ReLU, vocabulary 100, RMSNorm, no biases; three
-// layers "ME*": a Mamba-2 mixer (d_inner 128, 8 heads of 16, 2 groups, state 16), a mixture of 8
-// experts of width 32 (top 2) with one shared expert of width 64, attention.
+// testing::tiny_hybrid (h 64, 4 heads of 16, 2 K/V heads, squared ReLU, vocabulary 100, RMSNorm,
+// no biases; a Mamba-2 mixer of d_inner 128, 8 heads of 16, 2 groups, state 16) with the layers
+// "ME*": the mixer, a mixture of 8 experts of width 32 (top 2) with one shared expert of width
+// 64, attention.
 ModelSpec tiny_hybrid_moe() {
-    ModelSpec m = testing::tiny_llama(3);
-    m.ffn_act = FfnAct::squared_relu;
-    m.position = PositionKind::none;
+    ModelSpec m = testing::tiny_hybrid();
     m.hybrid_pattern = "ME*";
-    m.mamba = {.state_dim = 16, .groups = 2, .head_dim = 16, .expand = 2, .conv_kernel = 4, .chunk = 64};
     m.moe.experts = 8;
     m.moe.top_k = 2;
     m.moe.expert_ffn_hidden = 32;
@@ -178,16 +175,13 @@ TEST(HybridMoe, StagesCountTheirExpertsBlocks) {
     ModelSpec m = tiny_hybrid_moe();
     m.layers = 6;
     m.hybrid_pattern = "ME*ME*";
-    ParallelConfig p;
-    p.pp = 2;
-    const SplitOutcome cut = split_layers(m.layers, p);
-    ASSERT_TRUE(cut.ok());
-    for (int64_t g = 0; g < 2; ++g) {
-        const StageLoad l = stage_load(m, cut.split, g);
-        EXPECT_EQ(l.blocks[idx(LayerKind::experts)], 1) << g;
-        EXPECT_EQ(l.blocks[idx(LayerKind::mamba)], 1) << g;
-        EXPECT_EQ(l.blocks[idx(LayerKind::attention)], 1) << g;
-        EXPECT_EQ(l.layers, 3) << g;
+    const std::vector<StageLoad> loads = testing::stage_loads(m, 2);
+    ASSERT_EQ(loads.size(), 2u);
+    for (const StageLoad& l : loads) {
+        EXPECT_EQ(l.blocks[idx(LayerKind::experts)], 1);
+        EXPECT_EQ(l.blocks[idx(LayerKind::mamba)], 1);
+        EXPECT_EQ(l.blocks[idx(LayerKind::attention)], 1);
+        EXPECT_EQ(l.layers, 3);
     }
 }
 

@@ -10,7 +10,6 @@
 #include "inference/inference.hpp"
 #include "inference/roofline.hpp"
 #include "model/ops.hpp"
-#include "parallel/pipeline_split.hpp"
 #include "test_helpers.hpp"
 
 namespace sm {
@@ -62,14 +61,11 @@ TEST(LinearAttention, EveryIntervalthLayerAttendsInFull) {
 TEST(LinearAttention, DenseStagesCountTheirLinearLayers) {
     const ModelSpec m = tiny_gdn();
     ASSERT_FALSE(m.moe.enabled());
-    ParallelConfig p;
-    p.pp = 2;
-    const SplitOutcome cut = split_layers(m.layers, p);
-    ASSERT_TRUE(cut.ok());
-    for (int64_t g = 0; g < 2; ++g) {
-        const StageLoad l = stage_load(m, cut.split, g);
-        EXPECT_EQ(l.blocks[idx(LayerKind::linear)], 3) << g;
-        EXPECT_EQ(l.blocks[idx(LayerKind::dense)], 1) << g;
+    const std::vector<StageLoad> loads = testing::stage_loads(m, 2);
+    ASSERT_EQ(loads.size(), 2u);
+    for (const StageLoad& l : loads) {
+        EXPECT_EQ(l.blocks[idx(LayerKind::linear)], 3);
+        EXPECT_EQ(l.blocks[idx(LayerKind::dense)], 1);
     }
 }
 

@@ -51,6 +51,26 @@ CollectiveCost on_level(Collective c, double bytes, int64_t n, const LinkLevel& 
     return k;
 }
 
+// A deduplicating token dispatch (DeepEP's normal kernels, Megatron-Core's HybridEP) over an
+// expert-parallel group of `remote` domains of `local` GPUs: each of a GPU's token rows (`bytes`
+// in all) goes to every other domain holding one of its `fanout` experts once, over the scale-out
+// network to the GPU of the same index there, and on to every GPU holding one once, over the
+// scale-up links. With experts spread evenly, a row reaches (R - 1)(1 - (1 - 1/R)^k) other
+// domains and n(1 - (1 - 1/n)^k) GPUs, R of them reached by the network: the scale-up links carry
+// (n - R)(1 - (1 - 1/n)^k) rows (in one domain, R = 1, every other GPU's).
+CollectiveCost dispatch_cost(double bytes, double fanout, const GroupSpan& g, const SystemSpec& sys) {
+    CollectiveCost k;
+    if (g.size <= 1 || bytes <= 0) return k;
+    const double n = static_cast<double>(g.size), r = static_cast<double>(g.remote);
+    k.scale_up_bytes = bytes * (n - r) * (1.0 - std::pow(1.0 - 1.0 / n, fanout));
+    k.scale_out_bytes = bytes * (r - 1.0) * (1.0 - std::pow(1.0 - 1.0 / r, fanout));  // 0 in one domain
+    const double up_latency = static_cast<double>(g.local - 1) * sys.scale_up.latency_s;
+    const double out_latency = (r - 1.0) * sys.scale_out.latency_s;
+    k.time_s = std::max(k.scale_out_bytes / sys.scale_out.effective_bw(), k.scale_up_bytes / sys.scale_up.effective_bw()) +
+               up_latency + out_latency;
+    return k;
+}
+
 }  // namespace
 
 double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link) {
@@ -58,7 +78,8 @@ double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link)
 }
 
 CollectiveCost collective_cost(Collective c, double bytes, const GroupSpan& g, const SystemSpec& sys) {
-    if (g.size <= 1 || bytes <= 0 || c == Collective::dispatch) return {};  // a dispatch needs its fanout
+    if (c == Collective::dispatch) return dispatch_cost(bytes, 1.0, g, sys);  // one expert copy a row
+    if (g.size <= 1 || bytes <= 0) return {};
     if (c == Collective::p2p)
         return g.remote > 1 ? on_level(c, bytes, 2, sys.scale_out, true) : on_level(c, bytes, 2, sys.scale_up, false);
     if (g.remote <= 1) return on_level(c, bytes, g.local, sys.scale_up, false);
@@ -93,31 +114,6 @@ CollectiveCost collective_cost(Collective c, double bytes, const GroupSpan& g, c
     }
     return k;
 }
-
-namespace {
-
-// A deduplicating token dispatch (DeepEP's normal kernels, Megatron-Core's HybridEP) over an
-// expert-parallel group of `remote` domains of `local` GPUs: each of a GPU's token rows (`bytes`
-// in all) goes to every other domain holding one of its `fanout` experts once, over the scale-out
-// network to the GPU of the same index there, and on to every GPU holding one once, over the
-// scale-up links. With experts spread evenly, a row reaches (R - 1)(1 - (1 - 1/R)^k) other
-// domains and n(1 - (1 - 1/n)^k) GPUs, R of them reached by the network: the scale-up links carry
-// (n - R)(1 - (1 - 1/n)^k) rows (in one domain, R = 1, every other GPU's).
-CollectiveCost dispatch_cost(double bytes, double fanout, const GroupSpan& g, const SystemSpec& sys) {
-    CollectiveCost k;
-    if (g.size <= 1 || bytes <= 0) return k;
-    const double n = static_cast<double>(g.size), r = static_cast<double>(std::max<int64_t>(1, g.remote));
-    const double reached = 1.0 - std::pow(1.0 - 1.0 / n, fanout);  // of the GPUs, per row
-    k.scale_up_bytes = bytes * (n - r) * reached;
-    k.scale_out_bytes = r > 1 ? bytes * (r - 1.0) * (1.0 - std::pow(1.0 - 1.0 / r, fanout)) : 0.0;
-    const double up_latency = static_cast<double>(g.local - 1) * sys.scale_up.latency_s;
-    const double out_latency = (r - 1.0) * sys.scale_out.latency_s;
-    k.time_s = std::max(k.scale_out_bytes / sys.scale_out.effective_bw(), k.scale_up_bytes / sys.scale_up.effective_bw()) +
-               up_latency + out_latency;
-    return k;
-}
-
-}  // namespace
 
 CollectiveCost collective_cost(const CommOp& op, const GroupSpan& g, const SystemSpec& sys) {
     return op.kind == Collective::dispatch ? dispatch_cost(op.bytes, op.fanout, g, sys) : collective_cost(op.kind, op.bytes, g, sys);

@@ -37,7 +37,8 @@ double ring_time_s(Collective c, double bytes, int64_t n, const LinkLevel& link)
 double collective_time_s(Collective c, double bytes, const GroupSpan& g, const SystemSpec& sys);
 // The same with the bytes each GPU sends on each level.
 CollectiveCost collective_cost(Collective c, double bytes, const GroupSpan& g, const SystemSpec& sys);
-// A block's collective as its op list states it (a dispatch with its fanout).
+// A block's collective as its op list states it: a dispatch with its fanout (the form above
+// takes a dispatch's rows as one copy each).
 CollectiveCost collective_cost(const CommOp& op, const GroupSpan& g, const SystemSpec& sys);
 
 }  // namespace sm

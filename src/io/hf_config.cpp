@@ -95,8 +95,14 @@ std::string type_list() {
     return s;
 }
 
-// The gated MLPs of these families: SiLU gates SwiGLU, GELU (any approximation) GeGLU.
-std::string ffn_act(const Config& c) {
+// The gated MLPs of these families: SiLU gates SwiGLU, GELU (any approximation) GeGLU; NemotronH's
+// MLP is squared ReLU, ungated (its own key).
+std::string ffn_act(const Config& c, Family f) {
+    if (f == Family::nemotron_h) {
+        const std::string act = c.text("mlp_hidden_act").value_or("relu2");
+        if (act != "relu2") fail(c.path("mlp_hidden_act"), quote_input(act), "relu2 (squared ReLU, NemotronH's)");
+        return "squared-relu";
+    }
     const char* key = c.get("hidden_activation") ? "hidden_activation" : "hidden_act";
     const std::string act = c.text(key).value_or("silu");
     if (act == "silu" || act == "swish") return "swiglu";
@@ -205,6 +211,19 @@ void map_moe(const Config& c, Family f, Json& m) {
             }
             break;
         }
+        case Family::nemotron_h: {
+            // Experts only where the pattern places them (an "E" layer).
+            if (m["hybrid_pattern"].get<std::string>().find('E') == std::string::npos) return;
+            moe["experts"] = c.count("n_routed_experts");
+            moe["top_k"] = c.count("num_experts_per_tok");
+            moe["expert_ffn_hidden"] = c.count("moe_intermediate_size");
+            if (const int64_t shared = c.count("n_shared_experts", 0, 0); shared > 0) {
+                moe["shared_experts"] = shared;
+                moe["shared_expert_ffn_hidden"] = c.count("moe_shared_expert_intermediate_size");
+            }
+            if (c.get("moe_latent_size")) moe["latent_size"] = c.count("moe_latent_size");
+            break;
+        }
         default: return;
     }
     m["moe"] = moe;
@@ -241,45 +260,13 @@ std::string nemotron_h_pattern(const Config& c) {
     return out;
 }
 
-// NemotronH (Nemotron-H, Nemotron 3): a hybrid Mamba-2 / attention / MoE stack without position
-// embeddings, squared-ReLU FFNs, RMSNorm.
-Json nemotron_h_model(const Config& c, Json m) {
-    const std::string pattern = nemotron_h_pattern(c);
-    m["layers"] = c.count("num_hidden_layers", static_cast<int64_t>(pattern.size()));
-    m["hybrid_pattern"] = pattern;
-    m["hidden"] = c.count("hidden_size");
-    m["heads"] = c.count("num_attention_heads");
-    m["kv_heads"] = c.count("num_key_value_heads", m["heads"].get<int64_t>());
-    if (c.get("head_dim")) m["head_dim"] = c.count("head_dim");
-    m["ffn_hidden"] = c.count("intermediate_size");
-    const std::string act = c.text("mlp_hidden_act").value_or("relu2");
-    if (act != "relu2") fail(c.path("mlp_hidden_act"), quote_input(act), "relu2 (squared ReLU, NemotronH's)");
-    m["ffn_act"] = "squared-relu";
-    m["vocab"] = c.count("vocab_size");
-    m["seq_len"] = c.count("max_position_embeddings");
-    m["norm"] = "rmsnorm";
-    m["position"] = "none";
-    m["causal"] = true;
-    m["bias"] = c.flag("use_bias", false) || c.flag("mlp_bias", false) || c.flag("attention_bias", false);
-    m["tied_embeddings"] = c.flag("tie_word_embeddings", false);
-    m["dropout"] = false;
+// NemotronH's (Nemotron-H, Nemotron 3) Mamba-2 mixers and its MTP module (attention then MoE in
+// Nemotron 3: model.mtp_layers' block in a hybrid model); the pattern is already in `m`.
+void map_hybrid(const Config& c, Json& m) {
     m["mamba"] = Json{{"state_dim", c.count("ssm_state_size")}, {"groups", c.count("n_groups")},
                       {"head_dim", c.count("mamba_head_dim")},  {"num_heads", c.count("mamba_num_heads")},
                       {"conv_kernel", c.count("conv_kernel", 4)}, {"chunk", c.count("chunk_size", 128)}};
-    if (pattern.find('E') != std::string::npos) {
-        Json moe = {{"experts", c.count("n_routed_experts")},
-                    {"top_k", c.count("num_experts_per_tok")},
-                    {"expert_ffn_hidden", c.count("moe_intermediate_size")}};
-        if (const int64_t shared = c.count("n_shared_experts", 0, 0); shared > 0) {
-            moe["shared_experts"] = shared;
-            moe["shared_expert_ffn_hidden"] = c.count("moe_shared_expert_intermediate_size");
-        }
-        if (c.get("moe_latent_size")) moe["latent_size"] = c.count("moe_latent_size");
-        m["moe"] = moe;
-    }
-    // The MTP module (attention then MoE in Nemotron 3: model.mtp_layers' block in a hybrid model).
     if (const int64_t mtp = c.count("num_nextn_predict_layers", 0, 0); mtp > 0) m["mtp_layers"] = mtp;
-    return m;
 }
 
 }  // namespace
@@ -301,8 +288,12 @@ Json model_from_hf(const Json& config, const std::string& where) {
     m["name"] = c.text("_name_or_path").value_or(*type);
     m["description"] = fmt::format("read from a Hugging Face config.json (model_type {}){}", *type,
                                    c.get("quantization_config") ? "; the checkpoint is quantised: set the inference precisions to match" : "");
-    if (f == Family::nemotron_h) return nemotron_h_model(c, std::move(m));
-    const int64_t layers = c.count("num_hidden_layers");
+    // NemotronH: a hybrid stack whose layer count its pattern gives (the newest configs drop
+    // num_hidden_layers).
+    const bool hybrid = f == Family::nemotron_h;
+    const std::string pattern = hybrid ? nemotron_h_pattern(c) : "";
+    if (hybrid) m["hybrid_pattern"] = pattern;
+    const int64_t layers = hybrid && !c.get("num_hidden_layers") ? static_cast<int64_t>(pattern.size()) : c.count("num_hidden_layers");
     m["layers"] = layers;
     m["hidden"] = c.count("hidden_size");
     m["heads"] = c.count("num_attention_heads");
@@ -311,17 +302,18 @@ Json model_from_hf(const Json& config, const std::string& where) {
         if (c.get("head_dim")) m["head_dim"] = c.count("head_dim");
     }
     m["ffn_hidden"] = c.count("intermediate_size");
-    m["ffn_act"] = ffn_act(c);
+    m["ffn_act"] = ffn_act(c, f);
     m["vocab"] = c.count("vocab_size");
     // The context the model supports; training runs set their own (--seq, model.seq_len).
     m["seq_len"] = c.count("max_position_embeddings");
     m["norm"] = "rmsnorm";
-    m["position"] = "rope";
+    m["position"] = hybrid ? "none" : "rope";  // NemotronH's Mamba layers carry the order
     m["causal"] = true;
-    m["bias"] = c.flag("attention_bias", f == Family::gpt_oss) || c.flag("mlp_bias", false);
+    m["bias"] = c.flag("attention_bias", f == Family::gpt_oss) || c.flag("mlp_bias", false) || (hybrid && c.flag("use_bias", false));
     m["tied_embeddings"] = c.flag("tie_word_embeddings", is_gemma(f));
     m["dropout"] = c.number("attention_dropout", 0.0) > 0.0;
     if (f == Family::deepseek) map_mla(c, m);
+    if (hybrid) map_hybrid(c, m);
     map_window(c, f, layers, m);
     map_moe(c, f, m);
     return m;

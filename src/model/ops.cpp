@@ -759,7 +759,6 @@ RecurrentState recurrent_state(const ModelSpec& m, LayerKind kind, int64_t tp) {
 
 namespace {
 
-// `out` emptied for refilling: every field at its default, the vectors' storage kept.
 // The FFN sub-layer of kind `ffn` (dense or moe) in its tensor-parallel region. Under sequence
 // parallelism an MoE sub-layer routes each rank's own tokens (feed_forward): it enters the
 // tensor-parallel region only for its shared experts, whose gather, like the dense FFN's, feeds a
@@ -772,6 +771,7 @@ void ffn_sublayer(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     if (tp_region) leave_tp_region(out.comms, s, full_act);
 }
 
+// `out` emptied for refilling: every field at its default, the vectors' storage kept.
 void reset(LayerOps& out) {
     LayerOps fresh;
     fresh.ops = std::move(out.ops);
