@@ -162,6 +162,19 @@ TEST(HybridMoe, MultiTokenPredictionIsAnAttentionAndExpertsBlock) {
     EXPECT_EQ(testing::count_ops_named(head, "attention"), 2);
     EXPECT_EQ(testing::count_ops_named(head, "expert_up"), 2);
     EXPECT_EQ(testing::count_ops_named(head, "mamba_in_proj"), 0);
+    // A speculative decoder's draft runs that block alone, in every kind of stack.
+    EXPECT_EQ(layer_kinds(mtp_module_model(m)).back(), LayerKind::moe);
+    EXPECT_EQ(layer_kinds(mtp_module_model(m)).size(), 1u);
+    EXPECT_EQ(layer_kinds(mtp_module_model(testing::tiny_hybrid())).back(), LayerKind::dense);
+    ModelSpec gdn = testing::tiny_moe();  // Gated DeltaNet on 3 of every 4 layers, the 4th full
+    gdn.linear_attention = {.full_attention_interval = 4, .key_heads = 2, .value_heads = 4, .key_head_dim = 8, .value_head_dim = 8};
+    ASSERT_EQ(mtp_block_kind(gdn), LayerKind::moe);
+    EXPECT_EQ(layer_kind(mtp_module_model(gdn), 0), LayerKind::moe);
+    ModelSpec alternating = testing::tiny_moe();  // MoE on odd layers: the last (3) is MoE, a
+    alternating.moe.interval = 2;                 // dense last layer when there are 3
+    alternating.layers = 3;
+    ASSERT_EQ(mtp_block_kind(alternating), LayerKind::dense);
+    EXPECT_EQ(layer_kind(mtp_module_model(alternating), 0), LayerKind::dense);
     // Without a pattern the module stays the last layer's kind.
     ModelSpec dense = testing::tiny_llama(3);
     dense.mtp_layers = 1;

@@ -159,11 +159,7 @@ PassCost engine_step_cost(const InferContext& c, const ParallelConfig& p, double
     if (s.speculative_tokens > 0 && decode_requests > 0) {
         // Drafting: k MTP passes one after another, each one block and the head over the
         // decoding requests.
-        ModelSpec mtp = c.model;
-        mtp.layers = 1;
-        mtp.hybrid_pattern.clear();  // a hybrid model's module is a transformer block (mtp_block_kind)
-        mtp.moe.first_dense_layers = 0;
-        mtp.moe.interval = 1;
+        const ModelSpec mtp = mtp_module_model(c.model);
         ParallelConfig one = p;
         one.pp = 1;
         LayerShape draft = decode;

@@ -220,6 +220,8 @@ LayerKind layer_kind(const ModelSpec& m, int64_t layer);
 // A multi-token prediction module's block: the last layer's kind; in a hybrid model a transformer
 // block of attention and the model's FFN (Nemotron 3's mtp_hybrid_override_pattern "*E").
 LayerKind mtp_block_kind(const ModelSpec& m);
+// A one-layer model whose layer is that block: what a speculative decoder's draft runs per token.
+ModelSpec mtp_module_model(const ModelSpec& m);
 // How many blocks of kind k lie in layers [begin, end).
 int64_t count_layers(const ModelSpec& m, LayerKind k, int64_t begin, int64_t end);
 // The kinds the model holds, dense first: a value, iterated like a container (the search asks

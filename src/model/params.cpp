@@ -62,6 +62,18 @@ LayerKind mtp_block_kind(const ModelSpec& m) {
     return layer_kind(m, m.layers - 1);
 }
 
+ModelSpec mtp_module_model(const ModelSpec& m) {
+    const LayerKind kind = mtp_block_kind(m);
+    ModelSpec one = m;
+    one.layers = 1;
+    one.hybrid_pattern.clear();  // a transformer block, whatever stack it sits beside
+    one.linear_attention = {};   // that attends in full
+    one.moe.first_dense_layers = 0;
+    one.moe.interval = 1;
+    if (kind == LayerKind::dense) one.moe = {};
+    return one;
+}
+
 double windowed_layer_share(const ModelSpec& m) {
     if (m.sliding_window <= 0 || m.layers <= 0) return 0.0;
     // Layer i keeps full attention when i + 1 is a multiple of the pattern: layers / pattern of them.
