@@ -373,6 +373,11 @@ struct alignas(64) Worker {
     SpanCache<LayerComms> comms;  // of the current layer key, for every recompute mode
     LayerOpSet ops;               // the current layer key's op lists and op costs (storage reused)
     std::vector<Placement> places;  // the current task's, by Plan::orders index less its first
+    // By places index: lost to the floor under a cheaper recompute mode of the current micro-batch.
+    // A layout's step-time floor only grows from none to selective to full (the same passes and
+    // collectives plus recomputed work, full's forward collectives twice), so it is lost under
+    // every dearer mode too.
+    std::vector<uint8_t> lost;
     SearchStats stats;
     std::atomic<int64_t> done{0};
     std::atomic<double> best{std::numeric_limits<double>::infinity()};
@@ -396,9 +401,21 @@ struct TaskScope {
 
 // Every ZeRO stage and vp of shape s with its groups placed by `place`; `compute` is its layer
 // key's (null only when no ZeRO stage of the shape fits in memory).
-void run_placement(const TaskScope& t, const Shape& s, const Placement& place, const LayerCompute* compute, ParallelConfig& p) {
+// Counts every ZeRO stage and vp of one placement of shape s as pruned, by memory or bound.
+void count_pruned(const TaskScope& t, const Shape& s, int64_t placements) {
+    const auto per_zero = static_cast<int64_t>(s.vp_count) * placements;
+    for (int64_t z : zeros_of(t.plan, s))
+        (s.static_bytes[static_cast<size_t>(z)] > t.capacity ? t.w.stats.pruned_memory : t.w.stats.pruned_bound) += per_zero;
+}
+
+void run_placement(const TaskScope& t, const Shape& s, const Placement& place, const LayerCompute* compute, ParallelConfig& p,
+                   uint8_t& lost) {
     const TrainContext& c = t.c;
     Worker& w = t.w;
+    if (lost) {
+        count_pruned(t, s, 1);
+        return;
+    }
     p.order = place.order;
     const LayerCosts* costs = nullptr;
     double total_s = 0;  // one micro-batch through every stage, collectives included
@@ -422,9 +439,10 @@ void run_placement(const TaskScope& t, const Shape& s, const Placement& place, c
         p.vp = s.max_vp;
         if (t.floor_prunes && t.beaten(step_time_floor_s(c, p, total_s))) {
             w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
+            lost = 1;
             continue;
         }
-        const StageRates rates = stage_rates(c, t.plan.params, p, *costs);  // the same for every vp
+        const StageRates rates = stage_rates(c, t.plan.params, p, *costs, place.spans);  // the same for every vp
         for (size_t v = 0; v < s.vp_count; ++v) {
             p.vp = t.plan.vps[s.vp_begin + v].vp;
             p.split = t.plan.vps[s.vp_begin + v].split;
@@ -476,6 +494,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
         const int64_t mb = plan.microbatches[k];
         p.microbatch = mb;
         w.comms.clear();
+        w.lost.assign(w.places.size(), 0);
         bool ops_built = false;  // w.ops holds this key's op lists and op costs, built at first need
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
             const auto mode = static_cast<size_t>(rc);
@@ -500,6 +519,12 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 const Shape& s = plan.shapes[i];
                 if (!admits(s, gb, mb)) continue;
                 if (stop && stop->load(std::memory_order_relaxed)) return;
+                const auto lost = w.lost.begin() + static_cast<std::ptrdiff_t>(s.place_begin - first_place);
+                const auto lost_end = lost + static_cast<std::ptrdiff_t>(s.place_count);
+                if (t.floor_prunes && std::all_of(lost, lost_end, [](uint8_t x) { return x != 0; })) {
+                    count_pruned(t, s, static_cast<int64_t>(s.place_count));
+                    continue;
+                }
                 set_degrees(p, s);
                 p.vp = s.max_vp;  // the floors below hold for every vp of the shape
                 // Bounds on every placement, ZeRO stage and vp of the shape, cheapest first: a
@@ -515,9 +540,8 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 };
                 const std::vector<int64_t>& zeros = zeros_of(plan, s);
                 if (t.floor_prunes && (lost_before_ops() || lost_on_compute())) {
-                    const auto per_zero = static_cast<int64_t>(s.vp_count * s.place_count);
-                    for (int64_t z : zeros)
-                        (s.static_bytes[static_cast<size_t>(z)] > t.capacity ? w.stats.pruned_memory : w.stats.pruned_bound) += per_zero;
+                    count_pruned(t, s, static_cast<int64_t>(s.place_count));
+                    std::fill(lost, lost_end, 1);
                     continue;
                 }
                 const bool some_zero_fits = std::any_of(zeros.begin(), zeros.end(), [&](int64_t z) {
@@ -525,7 +549,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 });
                 const LayerCompute* key = some_zero_fits ? &computed() : nullptr;
                 for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl)
-                    run_placement(t, s, w.places[pl - first_place], key, p);
+                    run_placement(t, s, w.places[pl - first_place], key, p, w.lost[pl - first_place]);
             }
         }
     }

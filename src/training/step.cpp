@@ -40,7 +40,25 @@ bool grads_partitioned(const ParallelConfig& p, const TrainingSpec& t) {
 
 }  // namespace
 
-StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const ParallelConfig& p, const LayerCosts& lc) {
+namespace {
+
+// Pipeline point-to-point: each TP rank sends 1/tp of the activation over its own NIC
+// (Megatron's scatter/gather optimisation, Narayanan et al. 2021 sec. 4.1; with SP the tensor is
+// already sharded); the receiver reassembles it over the scale-up fabric.
+CollectiveCost pipeline_hop(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans) {
+    if (p.pp == 1) return {};
+    const SystemSpec& sys = c.system;
+    const double full = as_d(p.microbatch) * as_d(c.model.seq_len) / as_d(p.cp) * as_d(c.model.hidden) *
+                        bytes_per_element(activation_precision(c.training.precision));
+    CollectiveCost k = collective_cost(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
+    if (!p.sequence_parallel) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
+    return k;
+}
+
+}  // namespace
+
+StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const ParallelConfig& p, const LayerCosts& lc,
+                       const CommSpans& spans) {
     const ModelSpec& m = c.model;
     const TrainingSpec& t = c.training;
     StageRates r;
@@ -106,6 +124,7 @@ StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const Parall
         r.recompute_flop_mb += as_d(pc.layers[k]) * lc.layer[k].recompute_flop;
         r.work_mb.add(lc.layer[k].work, as_d(pc.layers[k]));
     }
+    r.pp_hop = pipeline_hop(c, p, spans);
     return r;
 }
 
@@ -284,19 +303,13 @@ void schedule(const BlockCost& slowest, double mb, double pp, double vp, TrainBr
 }
 
 // Pipeline point-to-point: one activation forward and one gradient backward per micro-batch
-// and chunk; the fill and drain add pp - 1 more each on the critical path. Each TP rank sends
-// 1/tp of the activation over its own NIC (Megatron's scatter/gather optimisation, Narayanan et
-// al. 2021 sec. 4.1; with SP the tensor is already sharded); the receiver reassembles it over
-// the scale-up fabric. With overlap_p2p_comm (interleaved only) a steady-state transfer hides
-// behind the chunk computed meanwhile; only what outlasts it is exposed.
-void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const BlockCost& slowest,
+// and chunk, each a hop `k` (pipeline_hop); the fill and drain add pp - 1 more each on the
+// critical path. With overlap_p2p_comm (interleaved only) a steady-state transfer hides behind
+// the chunk computed meanwhile; only what outlasts it is exposed.
+void pipeline_p2p(const TrainContext& c, const ParallelConfig& p, const CollectiveCost& k, const BlockCost& slowest,
                   double mb, double vp, TrainBreakdown& bd, TrainLinkTimes& link, Work& work) {
     if (p.pp == 1) return;
     const SystemSpec& sys = c.system;
-    const double full = as_d(p.microbatch) * as_d(c.model.seq_len) / as_d(p.cp) * as_d(c.model.hidden) *
-                        bytes_per_element(activation_precision(c.training.precision));
-    CollectiveCost k = collective_cost(Collective::p2p, full / as_d(p.tp), spans.span[idx(CommGroup::pp)], sys);
-    if (!p.sequence_parallel) k += collective_cost(Collective::all_gather, full, spans.span[idx(CommGroup::tp)], sys);
     const double hop = k.time_s;
     link.pp_s = 2.0 * mb * vp * hop;
     // Every one of the pp x vp - 1 chunk boundaries is crossed both ways per micro-batch, by each
@@ -331,9 +344,9 @@ double exposed_reduction(double link, double window, double layers, int64_t chun
 // `f`, the GPU with the most parameters. Expert parameters have tp x dp x cp / (ep x etp)
 // replicas (dp x cp / ep by default; more with whole experts): their gradients reduce over
 // that group of their own.
-void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const StageFigures& f,
-                        double mb, TrainBreakdown& bd, TrainLinkTimes& link, Work& work) {
-    if (p.dp * p.cp == 1) return;
+// The gradient reduction and the parameter gather of `f` over its data-parallel replicas.
+StageRates::DataParallelCosts data_parallel_collectives(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans,
+                                                        const StageFigures& f) {
     const SystemSpec& sys = c.system;
     const TrainingSpec& t = c.training;
     const double wbytes = stored_weight_bytes(t.precision), gbytes = bytes_per_element(t.grad_precision);
@@ -350,11 +363,26 @@ void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const Co
     // Gradients exist for the trained parameters only (LoRA: the adapters); ZeRO-3 gathers every
     // weight for each pass, ZeRO-1/2 only the updated shards.
     const bool sharded_reduce = p.zero >= 1;
-    const CollectiveCost grad = over_replicas(sharded_reduce ? Collective::reduce_scatter : Collective::all_reduce, f.trained,
-                                              f.trained_experts, gbytes);
-    const CollectiveCost gather = p.zero == 3   ? over_replicas(Collective::all_gather, f.params, f.experts, wbytes)
-                                  : p.zero >= 1 ? over_replicas(Collective::all_gather, f.trained, f.trained_experts, wbytes)
-                                                : CollectiveCost{};
+    StageRates::DataParallelCosts out;
+    out.of = {f.trained, f.trained_experts, f.params, f.experts};
+    out.grad = over_replicas(sharded_reduce ? Collective::reduce_scatter : Collective::all_reduce, f.trained, f.trained_experts,
+                             gbytes);
+    out.gather = p.zero == 3   ? over_replicas(Collective::all_gather, f.params, f.experts, wbytes)
+                 : p.zero >= 1 ? over_replicas(Collective::all_gather, f.trained, f.trained_experts, wbytes)
+                               : CollectiveCost{};
+    return out;
+}
+
+void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const StageFigures& f,
+                        const StageRates& rates, double mb, TrainBreakdown& bd, TrainLinkTimes& link, Work& work) {
+    if (p.dp * p.cp == 1) return;
+    const SystemSpec& sys = c.system;
+    const TrainingSpec& t = c.training;
+    StageRates::DataParallelCosts& memo = rates.dp_memo;
+    if (memo.of != std::array<double, 4>{f.trained, f.trained_experts, f.params, f.experts})
+        memo = data_parallel_collectives(c, p, spans, f);
+    const CollectiveCost& grad = memo.grad;
+    const CollectiveCost& gather = memo.gather;
     const double grad_s = grad.time_s, gather_s = gather.time_s;
 
     // Windows are wall times of the passes (exposed layer traffic included), so a faster GPU
@@ -573,7 +601,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc,
                           const CommSpans& spans) {
-    return assemble_step(c, p, lc, pc, spans, stage_rates(c, pc, p, lc));
+    return assemble_step(c, p, lc, pc, spans, stage_rates(c, pc, p, lc, spans));
 }
 
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc, const ParamCount& pc,
@@ -603,8 +631,8 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 
     TrainBreakdown& bd = r.breakdown;
     schedule(slowest, mb, pp, vp, bd, r.link);
-    pipeline_p2p(c, p, spans, slowest, mb, vp, bd, r.link, r.work);
-    data_parallel_sync(c, p, spans, scan.fullest, mb, bd, r.link, r.work);
+    pipeline_p2p(c, p, rates.pp_hop, slowest, mb, vp, bd, r.link, r.work);
+    data_parallel_sync(c, p, spans, scan.fullest, rates, mb, bd, r.link, r.work);
 
     // Adam: memory-bound over the local shard: read grads, read/write master weights and both
     // moments, write the working copy.
@@ -660,7 +688,7 @@ std::vector<StageReport> training_stages(const TrainContext& c, const ParallelCo
     if (!cut.ok()) return out;
     const StageSplit& split = cut.split;
     const LayerCosts lc = cost_layers(c, p);
-    const StageRates rates = stage_rates(c, count_params(c.model, c.training.lora), p, lc);
+    const StageRates rates = stage_rates(c, count_params(c.model, c.training.lora), p, lc, place_groups(p, c.system));
     const double mb = microbatches_per_step(c.training, p);
     for (int64_t g = 0; g < split.pp; ++g) {
         StageReport s;

@@ -100,6 +100,18 @@ struct StageRates {
     // One micro-batch through every stage, per GPU of a stage: model and recompute FLOP, and work.
     double model_flop_mb = 0, recompute_flop_mb = 0;
     Work work_mb;
+    // One micro-batch's activation across a pipeline boundary (pp > 1): the same for every
+    // ZeRO stage, vp and split of a placement.
+    CollectiveCost pp_hop;
+    // The data-parallel gradient reduction and parameter gather of the GPU with the most
+    // parameters, kept for the last such GPU (`of`: its trained, trained expert, held and expert
+    // parameter counts): a placement's interleavings mostly share it, and assemble_step costs
+    // each layout's. Written by assemble_step; a StageRates is one caller's.
+    struct DataParallelCosts {
+        std::array<double, 4> of{-1.0, -1.0, -1.0, -1.0};
+        CollectiveCost grad, gather;
+    };
+    mutable DataParallelCosts dp_memo;
 };
 
 
@@ -154,7 +166,8 @@ struct LayerComms {
     std::vector<CollectiveCost> embedding, head;
 };
 LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& spans);
-StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs);
+StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs,
+                       const CommSpans& spans);
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 // The same from its parts, each of which the search derives once for many layouts: the layer
@@ -170,7 +183,7 @@ TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const 
 // layout once when it plans.
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params,
                           const CommSpans& spans);
-// And with the rates given (stage_rates(c, params, p, costs)): the search derives them once per
+// And with the rates given (stage_rates(c, params, p, costs, spans)): the search derives them once per
 // placement and ZeRO stage, for every vp and split.
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs, const ParamCount& params,
                           const CommSpans& spans, const StageRates& rates);
