@@ -636,6 +636,93 @@ TEST(SearchFloor, TensorTimePerSampleNeverGrowsWithTheMicroBatch) {
     }
 }
 
+TEST(SearchFloor, FloorNeverFallsFromNoneToSelectiveToFull) {
+    // What lets the search skip, under a dearer recompute mode, a layout the floor beat under a
+    // cheaper one: the same layout's micro-batch (compute and exposed layer traffic) only grows
+    // from none to selective (the attention core again) to full (every forward, its collectives
+    // twice). MoE with shared-expert overlap, ring and Ulysses CP, SUMMA, no SP, fp8.
+    struct Case {
+        const char* model;
+        int64_t tp, tp_rows, cp, ep;
+        bool sp;
+        CpKind kind;
+    };
+    for (const Case& k : {Case{"gpt3-175b", 8, 1, 1, 1, true, CpKind::ring}, Case{"gpt3-175b", 4, 1, 1, 1, false, CpKind::ring},
+                          Case{"gpt3-175b", 4, 2, 2, 1, true, CpKind::ring}, Case{"llama2-70b", 2, 1, 4, 1, true, CpKind::ulysses},
+                          Case{"mixtral-8x7b", 2, 1, 1, 8, true, CpKind::ring}, Case{"deepseek-v3", 4, 1, 2, 8, true, CpKind::all_gather}}) {
+        const Scenario s = testing::scenario(std::string(R"({"model": {"preset": ")") + k.model +
+                                                 R"("}, "system": {"preset": "gb200-nvl72"}, "training": {"global_batch": 512, "precision": "fp8",
+                                                 "moe_shared_expert_overlap": true}})",
+                                             Purpose::search);
+        const TrainContext c{s.model, s.system, s.training};
+        ParallelConfig p;
+        p.tp = k.tp;
+        p.tp_rows = k.tp_rows;
+        p.cp = k.cp;
+        p.ep = k.ep;
+        p.dp = 8;
+        p.microbatch = 2;
+        p.sequence_parallel = k.sp;
+        p.cp_kind = k.kind;
+        double previous_total = 0, previous_compute = 0;
+        for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+            p.recompute = rc;
+            const LayerCosts lc = cost_layers(c, p);
+            const LayerOpSet ops = layer_op_set(c, p);
+            const double total = micro_batch_total_s(s.model, lc);
+            const double compute = micro_batch_total_s(s.model, compute_layers(c, ops, rc).costs);
+            EXPECT_GE(total, previous_total) << k.model << " tp " << k.tp << " mode " << static_cast<int>(rc);
+            EXPECT_GE(compute, previous_compute) << k.model << " tp " << k.tp << " mode " << static_cast<int>(rc);
+            EXPECT_GE(total, compute) << k.model;
+            if (rc != Recompute::none) EXPECT_GT(total, previous_total) << k.model << " (recompute costs something)";
+            previous_total = total;
+            previous_compute = compute;
+        }
+    }
+}
+
+TEST(StageRates, ReusedAcrossSplitsCostsEachLayoutsOwnReductions) {
+    // The search derives a placement's rates once for every split and vp; the data-parallel
+    // collectives they keep for the last fullest GPU must follow the split: GPT-3's 96 layers on
+    // pp 4 as 24 each, then with 30 on the first GPU (more parameters to reduce), then back.
+    const Scenario s = testing::scenario(R"({"model": {"preset": "gpt3-175b"}, "system": {"preset": "dgx-h100"},
+        "training": {"global_batch": 512, "precision": "bf16"}})", Purpose::search);
+    const TrainContext c{s.model, s.system, s.training};
+    const ParamCount pc = count_params(s.model, s.training.lora);
+    ParallelConfig p;
+    p.tp = 8;
+    p.pp = 4;
+    p.dp = 8;
+    p.zero = 1;
+    p.microbatch = 1;
+    p.sequence_parallel = true;
+    const LayerCosts lc = cost_layers(c, p);
+    const CommSpans spans = place_groups(p, c.system);
+    const StageRates shared = stage_rates(c, pc, p, lc, spans);
+    ParallelConfig uneven = p;
+    uneven.split = PipelineSplit::first_last;
+    uneven.first_stage_layers = 30;
+    uneven.last_stage_layers = 22;
+    double link_even = 0;
+    for (const ParallelConfig& q : {p, uneven, p}) {
+        const TrainResult reused = assemble_step(c, q, lc, pc, spans, shared);
+        const TrainResult fresh = assemble_step(c, q, lc, pc, spans, stage_rates(c, pc, q, lc, spans));
+        EXPECT_EQ(reused.link.dp_s, fresh.link.dp_s);
+        EXPECT_EQ(reused.breakdown.dp_comm_exposed_s, fresh.breakdown.dp_comm_exposed_s);
+        EXPECT_EQ(reused.step_time_s, fresh.step_time_s);
+        EXPECT_GT(fresh.link.dp_s, 0);
+        if (q.split == PipelineSplit::even) {
+            if (link_even > 0) EXPECT_EQ(fresh.link.dp_s, link_even);
+            link_even = fresh.link.dp_s;
+        } else {
+            EXPECT_GT(fresh.link.dp_s, link_even);  // 30 layers' gradients against 24
+        }
+        // The pipeline hop: one activation (micro-batch x sequence x hidden, bf16) sent in 1/tp slices.
+        EXPECT_GT(reused.link.pp_s, 0);
+        EXPECT_EQ(reused.link.pp_s, fresh.link.pp_s);
+    }
+}
+
 TEST(SearchFloor, PruningKeepsTheBestOfEveryFamily) {
     // The floors (a larger micro-batch's tensor time, the key's compute, its collectives) never
     // lose the best layout: an MoE model in fp8, a ViT on a 72-GPU domain, a GQA model.
