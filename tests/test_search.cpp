@@ -342,6 +342,15 @@ TEST(Search, CostInSpaceAgreesOnEveryLayoutOfASmallSpace) {
     o.top_k = 30000;
     const SearchResult r = search_layouts(c, {}, o);
     ASSERT_EQ(static_cast<int64_t>(r.best.size()), r.stats.feasible);  // every feasible layout kept
+    // A plan too large to keep its placements places them per task: the same hits, in order.
+    SearchOptions placed_per_task = o;
+    placed_per_task.placements_kept = 0;
+    const SearchResult again_per_task = search_layouts(c, {}, placed_per_task);
+    ASSERT_EQ(again_per_task.best.size(), r.best.size());
+    for (size_t i = 0; i < r.best.size(); ++i) {
+        EXPECT_EQ(parallel_json(again_per_task.best[i].layout), parallel_json(r.best[i].layout));
+        EXPECT_EQ(again_per_task.best[i].score, r.best[i].score);
+    }
     PlanCache plans;  // one plan for the layouts costed alone
     o.plans = &plans;
     std::set<std::string> varied;

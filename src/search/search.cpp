@@ -90,6 +90,11 @@ struct Plan {
     std::vector<Shape> shapes;
     std::vector<Interleave> vps;
     std::vector<RankOrder> orders;  // placed when a task runs (place_shape): a plan keeps few bytes per layout shape
+    // The placement of every entry of `orders`, when there are at most SearchOptions::
+    // placements_kept of them: a study's points share the plan (PlanCache) and then place each
+    // once, not once per search and task. A larger plan (the stress search's 286,519 shapes)
+    // places per task.
+    std::vector<Placement> places;
     std::vector<int64_t> microbatches;  // every divisor of the global batch, largest first
     std::vector<int64_t> zeros;
     std::vector<int64_t> zeros_pipelined;  // those a framework runs with pipeline parallelism (pp > 1)
@@ -280,6 +285,12 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
         }
     }
 
+    if (plan.orders.size() <= o.placements_kept) {
+        plan.places.reserve(plan.orders.size());
+        for (const Shape& s : plan.shapes)
+            for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) plan.places.push_back(place_shape(c, s, plan.orders[pl]));
+    }
+
     // Largest first: within a family the larger micro-batches bound the smaller ones (run_task).
     plan.microbatches = divisors(gb);
     std::reverse(plan.microbatches.begin(), plan.microbatches.end());
@@ -346,22 +357,30 @@ private:
 };
 
 // What the current layer key costs by the placement of the layer's groups: one entry per
-// distinct LayerSpans (a few per key). Storage reserved once per worker.
+// distinct LayerSpans (a few per key). Entries are kept when cleared and refilled in place, so
+// a worker neither allocates nor zeroes per key.
 template <class T>
 class SpanCache {
 public:
     SpanCache() { entries_.reserve(64); }
-    void clear() { entries_.clear(); }
+    void clear() { used_ = 0; }
     // nullptr when not yet costed.
     [[nodiscard]] const T* find(const LayerSpans& key) const {
-        for (const auto& [k, v] : entries_)
-            if (k == key) return &v;
+        for (size_t i = 0; i < used_; ++i)
+            if (entries_[i].first == key) return &entries_[i].second;
         return nullptr;
     }
-    const T& add(const LayerSpans& key, T value) { return entries_.emplace_back(key, std::move(value)).second; }
+    // The entry for `key`, holding an earlier key's figures: the caller fills it.
+    T& add(const LayerSpans& key) {
+        if (used_ == entries_.size()) entries_.emplace_back();
+        auto& e = entries_[used_++];
+        e.first = key;
+        return e.second;
+    }
 
 private:
     std::vector<std::pair<LayerSpans, T>> entries_;
+    size_t used_ = 0;
 };
 
 // Everything one thread writes, on its own cache lines. The atomics are published once per
@@ -372,7 +391,8 @@ struct alignas(64) Worker {
     SpanCache<LayerCosts> costs;  // of the current layer key and recompute mode
     SpanCache<LayerComms> comms;  // of the current layer key, for every recompute mode
     LayerOpSet ops;               // the current layer key's op lists and op costs (storage reused)
-    std::vector<Placement> places;  // the current task's, by Plan::orders index less its first
+    LayerCompute compute;         // the current layer key's under the current recompute mode
+    std::vector<Placement> places;  // the current task's, by Plan::orders index less its first (plan without them)
     // By places index: lost to the floor under a cheaper recompute mode of the current micro-batch.
     // A layout's step-time floor only grows from none to selective to full (the same passes and
     // collectives plus recomputed work, full's forward collectives twice), so it is lost under
@@ -419,6 +439,7 @@ void run_placement(const TaskScope& t, const Shape& s, const Placement& place, c
     p.order = place.order;
     const LayerCosts* costs = nullptr;
     double total_s = 0;  // one micro-batch through every stage, collectives included
+    double floor_s = 0;  // under the step time of every ZeRO stage and vp of the placement
     for (int64_t z : zeros_of(t.plan, s)) {
         if (s.static_bytes[static_cast<size_t>(z)] > t.capacity) {
             w.stats.pruned_memory += static_cast<int64_t>(s.vp_count);
@@ -429,15 +450,22 @@ void run_placement(const TaskScope& t, const Shape& s, const Placement& place, c
             costs = w.costs.find(place.layer);
             if (!costs) {
                 const LayerComms* comms = w.comms.find(place.layer);
-                if (!comms) comms = &w.comms.add(place.layer, layer_comms(c, *compute->ops, place.layer));
-                costs = &w.costs.add(place.layer, cost_layers(c, p, place.layer, *compute, *comms));
+                if (!comms) {
+                    LayerComms& fresh = w.comms.add(place.layer);
+                    layer_comms(c, *compute->ops, place.layer, fresh);
+                    comms = &fresh;
+                }
+                LayerCosts& fresh = w.costs.add(place.layer);
+                cost_layers(c, p, place.layer, *compute, *comms, fresh);
+                costs = &fresh;
                 ++w.stats.layer_costings;
             }
-            total_s = micro_batch_total_s(c.model, *costs);
+            total_s = micro_batch_total_s(t.plan.params.layers, *costs);
+            // The floor at the shape's largest vp holds for every ZeRO stage and vp.
+            p.vp = s.max_vp;
+            if (t.floor_prunes) floor_s = step_time_floor_s(c, p, total_s);
         }
-        // The floor at the shape's largest vp holds for every ZeRO stage and vp.
-        p.vp = s.max_vp;
-        if (t.floor_prunes && t.beaten(step_time_floor_s(c, p, total_s))) {
+        if (t.floor_prunes && t.beaten(floor_s)) {
             w.stats.pruned_bound += static_cast<int64_t>(s.vp_count);
             lost = 1;
             continue;
@@ -482,38 +510,48 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     // By recompute mode, the tensor-array time per sample of the smallest micro-batch of this
     // family whose ops were built (0: none yet): no smaller micro-batch needs less per sample.
     std::array<double, 3> tensor_per_sample{};
-    // The task's placements, each shape's orders placed once.
+    // The task's placements by Plan::orders index less its first: the plan's, else each shape's
+    // orders placed here once.
     const size_t first_place = first.place_begin;
-    w.places.clear();
-    for (size_t i = task.shape_begin; i < task.shape_end; ++i) {
-        const Shape& s = plan.shapes[i];
-        for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) w.places.push_back(place_shape(c, s, plan.orders[pl]));
+    const Shape& last = plan.shapes[task.shape_end - 1];
+    const size_t n_places = last.place_begin + last.place_count - first_place;
+    const Placement* places = nullptr;
+    if (!plan.places.empty()) {
+        places = plan.places.data() + first_place;
+    } else {
+        w.places.clear();
+        for (size_t i = task.shape_begin; i < task.shape_end; ++i) {
+            const Shape& s = plan.shapes[i];
+            for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl) w.places.push_back(place_shape(c, s, plan.orders[pl]));
+        }
+        places = w.places.data();
     }
     for (size_t k = 0; k < plan.microbatches.size(); ++k) {
         if (!task.microbatches[k]) continue;
         const int64_t mb = plan.microbatches[k];
         p.microbatch = mb;
         w.comms.clear();
-        w.lost.assign(w.places.size(), 0);
+        w.lost.assign(n_places, 0);
         bool ops_built = false;  // w.ops holds this key's op lists and op costs, built at first need
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
             const auto mode = static_cast<size_t>(rc);
             if (!task.recompute[mode]) continue;
             p.recompute = rc;
             w.costs.clear();  // costed only if some layout needs them
-            std::optional<LayerCompute> compute;
+            bool computed_here = false;  // w.compute holds this key's compute under rc
             double compute_total_s = 0;  // one micro-batch's compute through every stage
             auto computed = [&]() -> const LayerCompute& {
                 if (!ops_built) {
                     layer_op_set(c, p, w.ops);
                     ops_built = true;
                 }
-                if (!compute) {
-                    compute.emplace(compute_layers(c, w.ops, rc));
-                    compute_total_s = micro_batch_total_s(c.model, compute->costs);
-                    tensor_per_sample[mode] = micro_batch_tensor_s(c.model, compute->costs) / static_cast<double>(mb);
+                if (!computed_here) {
+                    compute_layers(c, w.ops, rc, w.compute);
+                    computed_here = true;
+                    compute_total_s = micro_batch_total_s(plan.params.layers, w.compute.costs);
+                    tensor_per_sample[mode] = micro_batch_tensor_s(plan.params.layers, w.compute.costs) / static_cast<double>(mb);
                 }
-                return *compute;
+                return w.compute;
             };
             for (size_t i = task.shape_begin; i < task.shape_end; ++i) {
                 const Shape& s = plan.shapes[i];
@@ -531,7 +569,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 // larger micro-batch's tensor time per sample (before this key's ops are built),
                 // then the key's compute (before the placements' collectives are costed).
                 const auto lost_before_ops = [&] {
-                    return !compute && tensor_per_sample[mode] > 0 &&
+                    return !computed_here && tensor_per_sample[mode] > 0 &&
                            t.beaten(step_time_floor_s(c, p, static_cast<double>(mb) * tensor_per_sample[mode]));
                 };
                 const auto lost_on_compute = [&] {
@@ -549,7 +587,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                 });
                 const LayerCompute* key = some_zero_fits ? &computed() : nullptr;
                 for (size_t pl = s.place_begin; pl < s.place_begin + s.place_count; ++pl)
-                    run_placement(t, s, w.places[pl - first_place], key, p, w.lost[pl - first_place]);
+                    run_placement(t, s, places[pl - first_place], key, p, w.lost[pl - first_place]);
             }
         }
     }
@@ -699,6 +737,7 @@ struct PlanKey {
     LayoutConstraints constraints;
     int64_t gpus = 0, used_per_domain = 0;
     bool tp_within_domain = true;
+    size_t placements_kept = 0;
     bool operator==(const PlanKey&) const = default;
 };
 
@@ -721,7 +760,7 @@ std::shared_ptr<const Plan> planned(const TrainContext& c, const LayoutConstrain
     // With offload the memory bound reads the host tier and the optimizer's time: plan afresh.
     if (!o.plans || f.offload != Offload::none) return std::make_shared<const Plan>(make_plan(c, f, o));
     PlanCache::Impl& cache = *o.plans->impl;
-    PlanKey key{c.model, c.training, f, o.gpus, c.system.used_per_domain(), o.tp_within_domain};
+    PlanKey key{c.model, c.training, f, o.gpus, c.system.used_per_domain(), o.tp_within_domain, o.placements_kept};
     {
         std::lock_guard lock(cache.mu);
         for (const auto& [k, plan] : cache.plans)

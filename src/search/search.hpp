@@ -97,6 +97,10 @@ struct SearchOptions {
     // default so that `search` reports every layout's fate; the studies turn it on.
     bool prune_by_floor = false;
     PlanCache* plans = nullptr;  // a study's: plans reused across its searches (nullptr: none)
+    // A plan with at most this many placements (layout shapes x the rank orders that place
+    // groups apart) keeps them, placed once for every search that reuses it; a larger one
+    // places each task's afresh (memory against time: about 300 bytes each). No answer depends on it.
+    size_t placements_kept = size_t{1} << 14;
 };
 
 struct SearchProgress {

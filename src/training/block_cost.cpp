@@ -62,9 +62,14 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
 
 std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans) {
     std::vector<CollectiveCost> out;
+    cost_comms(comms, sys, spans, out);
+    return out;
+}
+
+void cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans, std::vector<CollectiveCost>& out) {
+    out.clear();
     out.reserve(comms.size());
     for (const CommOp& c : comms) out.push_back(collective_cost(c, spans.span[idx(c.group)], sys));
-    return out;
 }
 
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,

@@ -80,6 +80,8 @@ void cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx
 BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute);
 // Each collective of a block over `spans`, once: the same under every recompute mode.
 std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans);
+// The same into `out`, whose storage is kept.
+void cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans, std::vector<CollectiveCost>& out);
 // The block with its collectives added to its compute: `costs[i]` is one `comms[i]`'s cost
 // (cost_comms), which the recompute mode repeats or hides. A hideable expert-parallel all-to-all
 // hides behind the shared experts of its pass (training.moe_shared_expert_overlap).

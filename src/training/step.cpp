@@ -497,6 +497,11 @@ void layer_op_set(const TrainContext& c, const ParallelConfig& p, LayerOpSet& ou
 
 LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute) {
     LayerCompute out;
+    compute_layers(c, ops, recompute, out);
+    return out;
+}
+
+void compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute, LayerCompute& out) {
     out.ops = &ops;
     for (const LayerKind k : layer_kinds(c.model)) {
         out.layer[idx(k)] = cost_block_compute(ops.layer[idx(k)], ops.layer_costs[idx(k)], recompute);
@@ -507,7 +512,6 @@ LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recomp
     out.costs.embedding = out.embedding.cost;
     out.head = cost_block_compute(ops.head, ops.head_costs, Recompute::none);
     out.costs.head = out.head.cost;
-    return out;
 }
 
 namespace {
@@ -524,12 +528,16 @@ CommSpans layer_comm_spans(const LayerSpans& l) {
 }  // namespace
 
 LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& l) {
-    const CommSpans spans = layer_comm_spans(l);
     LayerComms out;
-    for (const LayerKind k : layer_kinds(c.model)) out.layer[idx(k)] = cost_comms(ops.layer[idx(k)].comms, c.system, spans);
-    out.embedding = cost_comms(ops.embedding.comms, c.system, spans);
-    out.head = cost_comms(ops.head.comms, c.system, spans);
+    layer_comms(c, ops, l, out);
     return out;
+}
+
+void layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& l, LayerComms& out) {
+    const CommSpans spans = layer_comm_spans(l);
+    for (const LayerKind k : layer_kinds(c.model)) cost_comms(ops.layer[idx(k)].comms, c.system, spans, out.layer[idx(k)]);
+    cost_comms(ops.embedding.comms, c.system, spans, out.embedding);
+    cost_comms(ops.head.comms, c.system, spans, out.head);
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
@@ -540,16 +548,21 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute,
                        const LayerComms& comms) {
+    LayerCosts out;
+    cost_layers(c, p, l, compute, comms, out);
+    return out;
+}
+
+void cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute,
+                 const LayerComms& comms, LayerCosts& out) {
     const CommSpans spans = layer_comm_spans(l);
     const double ov = c.training.tp_overlap;
     const LayerOpSet& ops = *compute.ops;
-    LayerCosts out;
     for (const LayerKind k : layer_kinds(c.model))
         out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans,
                                        p.recompute, ov);
     out.embedding = with_comms(compute.embedding, ops.embedding.comms, comms.embedding, c.system, spans, Recompute::none, ov);
     out.head = with_comms(compute.head, ops.head.comms, comms.head, c.system, spans, Recompute::none, ov);
-    return out;
 }
 
 double micro_batches_in_flight(int64_t pp, int64_t vp, int64_t gpu, double microbatches) {
@@ -566,20 +579,31 @@ namespace {
 
 // One micro-batch through every stage: `part` of each block's cost times its count, and of the ends.
 template <class Part>
-double over_blocks(const ModelSpec& m, const LayerCosts& lc, Part part) {
+double over_blocks(const std::array<int64_t, kLayerKinds>& counts, const LayerCosts& lc, Part part) {
     double total = part(lc.embedding) + part(lc.head);
-    for (const LayerKind k : layer_kinds(m)) total += as_d(count_layers(m, k, 0, m.layers)) * part(lc.layer[idx(k)]);
+    for (size_t k = 0; k < kLayerKinds; ++k)
+        if (counts[k] > 0) total += as_d(counts[k]) * part(lc.layer[k]);
     return total;
+}
+
+std::array<int64_t, kLayerKinds> block_counts(const ModelSpec& m) {
+    std::array<int64_t, kLayerKinds> n{};
+    for (const LayerKind k : kAllLayerKinds) n[idx(k)] = count_layers(m, k, 0, m.layers);
+    return n;
 }
 
 }  // namespace
 
-double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) {
-    return over_blocks(m, lc, [](const BlockCost& b) { return b.total_s(); });
+double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) { return micro_batch_total_s(block_counts(m), lc); }
+
+double micro_batch_total_s(const std::array<int64_t, kLayerKinds>& blocks, const LayerCosts& lc) {
+    return over_blocks(blocks, lc, [](const BlockCost& b) { return b.total_s(); });
 }
 
-double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) {
-    return over_blocks(m, lc, [](const BlockCost& b) { return b.work.tensor_s; });
+double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) { return micro_batch_tensor_s(block_counts(m), lc); }
+
+double micro_batch_tensor_s(const std::array<int64_t, kLayerKinds>& blocks, const LayerCosts& lc) {
+    return over_blocks(blocks, lc, [](const BlockCost& b) { return b.work.tensor_s; });
 }
 
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const LayerCosts& lc) {

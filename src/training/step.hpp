@@ -159,6 +159,9 @@ struct LayerCompute {
     LayerCosts costs;  // the compute alone, block by block
 };
 LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute);
+// The same into `out`: the kinds the model holds and the ends are written, the rest left as they
+// are (the search refills one per worker, never zeroing the kinds it lacks again).
+void compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute, LayerCompute& out);
 // A layer key's collectives on one placement of its groups, each costed once: the same under
 // every recompute mode, so the search costs them once per placement for all modes.
 struct LayerComms {
@@ -166,6 +169,8 @@ struct LayerComms {
     std::vector<CollectiveCost> embedding, head;
 };
 LayerComms layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& spans);
+// The same into `out`, whose vectors keep their storage.
+void layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans& spans, LayerComms& out);
 StageRates stage_rates(const TrainContext& c, const ParamCount& params, const ParallelConfig& p, const LayerCosts& costs,
                        const CommSpans& spans);
 
@@ -175,6 +180,9 @@ LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p);
 // (layer_comms).
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute,
                        const LayerComms& comms);
+// The same into `out` (as compute_layers: the kinds the model holds and the ends).
+void cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& spans, const LayerCompute& compute,
+                 const LayerComms& comms, LayerCosts& out);
 TrainResult assemble_step(const TrainContext& c, const ParallelConfig& p, const LayerCosts& costs);
 // The same with the model's parameter count given (count_params(c.model, c.training.lora)): the
 // search counts it once, not per layout.
@@ -206,10 +214,13 @@ double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, const L
 double step_time_floor_s(const TrainContext& c, const ParallelConfig& p, double micro_batch_total_s);
 // One micro-batch through every pipeline GPU: all blocks, the embedding and the head.
 double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc);
+// The same with the model's blocks by kind given (ParamCount::layers): the search counts them once.
+double micro_batch_total_s(const std::array<int64_t, kLayerKinds>& blocks, const LayerCosts& lc);
 // Of which the tensor array is engaged (each matrix kernel's FLOP at the rate it reaches: never
 // more than the kernel's time). Per sample it never grows with the micro-batch, every GEMM's
 // efficiency rising with its token dimension: the search bounds smaller micro-batches by it.
 double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc);
+double micro_batch_tensor_s(const std::array<int64_t, kLayerKinds>& blocks, const LayerCosts& lc);
 
 // The layer shape of a training micro-batch under layout p.
 LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const TrainingSpec& t);
