@@ -419,15 +419,17 @@ struct TaskScope {
     }
 };
 
-// Every ZeRO stage and vp of shape s with its groups placed by `place`; `compute` is its layer
-// key's (null only when no ZeRO stage of the shape fits in memory).
-// Counts every ZeRO stage and vp of one placement of shape s as pruned, by memory or bound.
+// Counts every ZeRO stage and vp of `placements` placements of shape s as pruned: by memory
+// where the stage cannot fit, else by the bound.
 void count_pruned(const TaskScope& t, const Shape& s, int64_t placements) {
     const auto per_zero = static_cast<int64_t>(s.vp_count) * placements;
     for (int64_t z : zeros_of(t.plan, s))
         (s.static_bytes[static_cast<size_t>(z)] > t.capacity ? t.w.stats.pruned_memory : t.w.stats.pruned_bound) += per_zero;
 }
 
+// Every ZeRO stage and vp of shape s with its groups placed by `place`; `compute` is its layer
+// key's (null only when no ZeRO stage of the shape fits in memory). `lost`: the placement lost to
+// the floor under a cheaper recompute mode (skipped), or set here when it loses under this one.
 void run_placement(const TaskScope& t, const Shape& s, const Placement& place, const LayerCompute* compute, ParallelConfig& p,
                    uint8_t& lost) {
     const TrainContext& c = t.c;

@@ -38,10 +38,6 @@ bool grads_partitioned(const ParallelConfig& p, const TrainingSpec& t) {
     return p.zero == 3 || (p.zero == 2 && resolved(t.grad_reduce, p) == GradReduce::per_microbatch);
 }
 
-}  // namespace
-
-namespace {
-
 // Pipeline point-to-point: each TP rank sends 1/tp of the activation over its own NIC
 // (Megatron's scatter/gather optimisation, Narayanan et al. 2021 sec. 4.1; with SP the tensor is
 // already sharded); the receiver reassembles it over the scale-up fabric.
@@ -340,11 +336,9 @@ double exposed_reduction(double link, double window, double layers, int64_t chun
     return std::max(link / layers, end);
 }
 
-// Data parallelism over dp x cp replicas: gradient reduction and parameter gathers (ZeRO) of
-// `f`, the GPU with the most parameters. Expert parameters have tp x dp x cp / (ep x etp)
-// replicas (dp x cp / ep by default; more with whole experts): their gradients reduce over
-// that group of their own.
-// The gradient reduction and the parameter gather of `f` over its data-parallel replicas.
+// The gradient reduction and the parameter gather of `f`, the GPU with the most parameters, over
+// its data-parallel replicas. Expert parameters have tp x dp x cp / (ep x etp) replicas (dp x cp /
+// ep by default; more with whole experts): their gradients reduce over that group of their own.
 StageRates::DataParallelCosts data_parallel_collectives(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans,
                                                         const StageFigures& f) {
     const SystemSpec& sys = c.system;
@@ -373,6 +367,8 @@ StageRates::DataParallelCosts data_parallel_collectives(const TrainContext& c, c
     return out;
 }
 
+// Data parallelism over dp x cp replicas: gradient reduction and parameter gathers (ZeRO) of
+// `f` (data_parallel_collectives, kept in `rates` while the fullest GPU stays the same).
 void data_parallel_sync(const TrainContext& c, const ParallelConfig& p, const CommSpans& spans, const StageFigures& f,
                         const StageRates& rates, double mb, TrainBreakdown& bd, TrainLinkTimes& link, Work& work) {
     if (p.dp * p.cp == 1) return;
