@@ -582,21 +582,15 @@ double over_blocks(const std::array<int64_t, kLayerKinds>& counts, const LayerCo
     return total;
 }
 
-std::array<int64_t, kLayerKinds> block_counts(const ModelSpec& m) {
-    std::array<int64_t, kLayerKinds> n{};
-    for (const LayerKind k : kAllLayerKinds) n[idx(k)] = count_layers(m, k, 0, m.layers);
-    return n;
-}
-
 }  // namespace
 
-double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) { return micro_batch_total_s(block_counts(m), lc); }
+double micro_batch_total_s(const ModelSpec& m, const LayerCosts& lc) { return micro_batch_total_s(count_params(m).layers, lc); }
 
 double micro_batch_total_s(const std::array<int64_t, kLayerKinds>& blocks, const LayerCosts& lc) {
     return over_blocks(blocks, lc, [](const BlockCost& b) { return b.total_s(); });
 }
 
-double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) { return micro_batch_tensor_s(block_counts(m), lc); }
+double micro_batch_tensor_s(const ModelSpec& m, const LayerCosts& lc) { return micro_batch_tensor_s(count_params(m).layers, lc); }
 
 double micro_batch_tensor_s(const std::array<int64_t, kLayerKinds>& blocks, const LayerCosts& lc) {
     return over_blocks(blocks, lc, [](const BlockCost& b) { return b.work.tensor_s; });
