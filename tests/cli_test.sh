@@ -425,6 +425,35 @@ bad "--context" validate --context "$H/../../data/contexts/qwen3.5.context.json"
 bad "--context" validate --dataset "$TMP/q35.csv" --context "$TMP/no-such.json"
 echo '[1]' >"$TMP/array.context.json"
 bad "--context" validate --dataset "$TMP/q35.csv" --context "$TMP/array.context.json"
+# --scenario: the scenario a row runs as (context and --set applied) predicts what validate compares:
+# the Qwen3.5 row's TTFT through `infer --concurrency 4`, a built-in training row's step through `train`.
+scenario_reproduces() {
+    local what=$1 row=$2 metric=$3 key=$4
+    shift 4
+    "$BIN" validate "$@" --format json </dev/null >"$TMP/v.json" 2>/dev/null
+    "$BIN" validate "$@" --scenario "$row" </dev/null >"$TMP/row.json" 2>"$TMP/row.err"
+    local cmd
+    cmd=$(sed -n 's/.*is predicted by: scalemodel //p' "$TMP/row.err")
+    # shellcheck disable=SC2086 # the command's words
+    "$BIN" ${cmd/SCENARIO.json/$TMP/row.json} --format json </dev/null >"$TMP/p.json" 2>/dev/null
+    if python3 - "$TMP/v.json" "$TMP/p.json" "$row" "$metric" "$key" <<'PY'; then
+import json, sys
+v, p, row, metric, key = sys.argv[1:]
+want = [c["predicted"] for c in json.load(open(v))["cases"] if c["id"] == row and c["metric"] == metric]
+got = json.load(open(p))[key]
+sys.exit(0 if len(want) == 1 and abs(got - want[0]) <= 1e-9 * abs(want[0]) else 1)
+PY
+        pass=$((pass + 1))
+    else
+        note_fail "[validate --scenario $row] $what: '$cmd' does not give validate's prediction"
+    fi
+}
+scenario_reproduces "Qwen3.5 at 4 clients" aic-2026_03_25_qwen3_5_397b_b200_sxm_sglang_bf16_agg_1024x1024_c4_tp8_0_ep1_0_631 \
+    ttft_s ttft_s --dataset "$TMP/q35.csv" --context "$H/../../data/contexts/qwen3.5.context.json"
+scenario_reproduces "a built-in training row" korthikanti-gpt-1t-selective step_time_s step_time_s
+bad "--scenario" validate --scenario no-such-row
+bad "recompute unpublished" validate --scenario nemo2504-gb200-llama3-8b-fp8-8
+bad "Gated DeltaNet not represented" validate --dataset "$TMP/q35.csv" --scenario aic-2026_03_25_qwen3_5_397b_b200_sxm_sglang_bf16_agg_1024x1024_c4_tp8_0_ep1_0_631
 bad "--format" train --format htm
 bad "UTF-8" train --set $'model.name=\xc0\xc0'
 bad "--format" train --format html --emit megatron

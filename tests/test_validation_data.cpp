@@ -229,6 +229,37 @@ TEST(ServingRows, EachComparedRowGivesTtftAndTpotByBackendAndMode) {
         << r.skipped[0];
 }
 
+// --scenario: the disaggregated DeepSeek row's scenario carries its context's MLA (the model's
+// overrides), the user's --set, each role's workers, and the command that predicts it; nothing is
+// evaluated. The flagged row gives no scenario, only its reason; an unknown id neither.
+TEST(ServingRows, ScenarioOfARowIsItsColumnsWithEveryOverride) {
+    const std::string id = "aic-dsr1_b200_sglang_fp4_disagg_1024x1024_c512_cfg527";
+    const ValidationReport r =
+        run_validation("aic", kAicRows, std::string_view(kAicContext), {"inference.output_len=7"}, {}, id).value();
+    EXPECT_TRUE(r.cases.empty());
+    EXPECT_TRUE(r.skipped.empty());
+    ASSERT_TRUE(r.scenario.has_value());
+    const Json& s = *r.scenario;
+    EXPECT_EQ(s["model"]["attention_kind"], "mla");
+    EXPECT_EQ(s["model"]["mla"]["kv_lora_rank"], 512);
+    EXPECT_EQ(s["inference"]["output_len"], 7);
+    EXPECT_EQ(s["inference"]["input_len"], 1024);
+    EXPECT_EQ(s["inference"]["engine"], "sglang");
+    EXPECT_EQ(s["disaggregated"]["prefill"]["workers"], 1);
+    EXPECT_EQ(s["disaggregated"]["decode"]["dp"], 8);
+    EXPECT_EQ(r.scenario_command, "infer SCENARIO.json --concurrency 512");
+
+    const ValidationReport flagged =
+        run_validation("aic", kAicRows, std::string_view(kAicContext), {}, {},
+                       "aic-qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h200_sxm_vllm_agg_1000x100_c8_tp1_epnone_2")
+            .value();
+    EXPECT_FALSE(flagged.scenario.has_value());
+    ASSERT_EQ(flagged.skipped.size(), 1U);
+    const ValidationReport none = run_validation("aic", kAicRows, std::string_view(kAicContext), {}, {}, "no-such-row").value();
+    EXPECT_FALSE(none.scenario.has_value());
+    EXPECT_TRUE(none.skipped.empty() && none.cases.empty());
+}
+
 // A disaggregated row's scenario: each role's workers and layout from its columns (attention-DP
 // ranks as dp, the experts' split as etp and ep); its deployment layout (tp, pp) is not needed.
 TEST(ServingRows, DisaggregatedRowGivesEachRoleItsWorkersAndLayout) {

@@ -266,6 +266,7 @@ Runner add_validate(CLI::App& app, const Io& io) {
         std::vector<std::string> sets;
         std::string format = "text";
         std::string context;
+        std::string scenario;
     };
     auto o = std::make_shared<Opts>();
     CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published measurements");
@@ -280,13 +281,16 @@ Runner add_validate(CLI::App& app, const Io& io) {
     cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format (html: one self-contained page with each group's error charted)")
         ->check(CLI::IsMember({"text", "json", "markdown", "csv", "html"}));
+    cmd->add_option("--scenario", o->scenario,
+                    "print the scenario JSON the row with this id runs as (its columns with the contexts' and --set "
+                    "overrides applied) instead of comparing; the command that predicts it goes to stderr");
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
         if (o->dataset.empty() && !o->context.empty())
             return bad_input(io, {"--context", quote_path(o->context), "only with --dataset (the built-in sets carry their own contexts)"});
         if (o->dataset.empty()) {
-            rep = run_builtin_validation(o->sets);
+            rep = run_builtin_validation(o->sets, o->scenario);
         } else {
             Expected<std::string> text = read_bounded({o->dataset, "--dataset", "a CSV file"});
             if (!text) return bad_input(io, text.error());
@@ -307,9 +311,18 @@ Runner add_validate(CLI::App& app, const Io& io) {
                 context = std::move(merged).value();
                 origin = (origin.empty() ? "" : origin + " with ") + "--context " + quote_path(o->context);
             }
-            auto r = run_validation(o->dataset == "-" ? "stdin" : o->dataset, text.value(), context, o->sets, origin);
+            auto r = run_validation(o->dataset == "-" ? "stdin" : o->dataset, text.value(), context, o->sets, origin, o->scenario);
             if (!r) return bad_input(io, r.error());
             rep = std::move(r).value();
+        }
+        if (!o->scenario.empty()) {
+            if (!rep.skipped.empty())
+                return bad_input(io, {"--scenario", printable(o->scenario, 200), "a row that is evaluated; this one is skipped: " + rep.skipped.front()});
+            if (!rep.scenario)
+                return bad_input(io, {"--scenario", printable(o->scenario, 200),
+                                      o->dataset.empty() ? "the id of a row of the built-in sets" : "the id of a row of the data set"});
+            io.err << "row " << printable(o->scenario, 200) << " is predicted by: scalemodel " << rep.scenario_command << "\n";
+            return emit_json(io, *rep.scenario);
         }
         // Nothing to compare is bad input (a wrong file, or --set that breaks every row), not a 0% error.
         if (rep.cases.empty()) {

@@ -494,7 +494,8 @@ void bracket(ValidationReport& rep, const CsvRow& row, const std::string& datase
 
 Expected<ValidationReport> run_validation(const std::string& dataset, std::string_view csv_text,
                                           std::optional<std::string_view> context_json,
-                                          const std::vector<std::string>& user_sets, const std::string& context_origin) {
+                                          const std::vector<std::string>& user_sets, const std::string& context_origin,
+                                          const std::string& scenario_of) {
     ValidationReport rep;
     DatasetContext ctx;
     if (context_json) {
@@ -525,28 +526,42 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
         sets.insert(sets.end(), user_sets.begin(), user_sets.end());
         return sets;
     };
-    auto build = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<Scenario> {
+    auto document = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<Json> {
         Expected<std::vector<std::string>> sets = overrides_for(row, extra);
         if (!sets) return sets.error();
         Expected<Json> doc = row_scenario(row);
         if (doc) doc = apply_overrides(std::move(doc).value(), sets.value());
+        return doc;
+    };
+    auto build = [&](const CsvRow& row, const std::vector<std::string>& extra) -> Expected<Scenario> {
+        Expected<Json> doc = document(row, extra);
         if (!doc) return doc.error();
         return build_scenario(doc.value(), is_training_row(row) ? Purpose::train : Purpose::infer);
     };
     Expected<size_t> rows = for_each_csv_row(csv_text, kDatasetLimits, printable(dataset), [&](const CsvRow& row) {
         const std::string& id = field(row, "id");
+        if (!scenario_of.empty() && id != scenario_of) return;
         const std::string shown_id = printable(id, 200);  // a skipped row is one line of text, whatever its cell holds
         const bool training = is_training_row(row);
         const Expected<std::vector<std::string>> given = overrides_for(row, {});
         if (const std::string missing = unpublished_inputs(row, given ? given.value() : std::vector<std::string>{}); !missing.empty()) {
             rep.skipped.push_back(shown_id + ": " + missing);
-            if (training && missing == "recompute unpublished") bracket(rep, row, dataset, build);
+            if (training && missing == "recompute unpublished" && scenario_of.empty()) bracket(rep, row, dataset, build);
             return;
         }
         Expected<Scenario> s = build(row, {});
         if (!s) {
             // A reason of the context's (no field to name) stands alone.
             rep.skipped.push_back(shown_id + ": " + (s.error().path.empty() ? s.error().allowed : s.error().message()));
+            return;
+        }
+        if (!scenario_of.empty()) {
+            rep.scenario = document(row, {}).value();  // built above
+            const InferMeasure kind = inference_measure(row).kind;
+            rep.scenario_command = training                                   ? "train SCENARIO.json"
+                                   : kind == InferMeasure::fixed_concurrency ? "infer SCENARIO.json --concurrency " + field(row, "concurrency")
+                                   : kind == InferMeasure::max_throughput    ? "infer SCENARIO.json --max-throughput"
+                                                                             : "infer SCENARIO.json";
             return;
         }
         const Measure how = inference_measure(row);
@@ -644,7 +659,7 @@ Expected<ValidationReport> run_validation(const std::string& dataset, std::strin
     return rep;
 }
 
-ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
+ValidationReport run_builtin_validation(const std::vector<std::string>& sets, const std::string& scenario_of) {
     ValidationReport all;
     for (const auto& f : embedded_validation_sets()) {
         const std::string name(f.name);
@@ -652,7 +667,7 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         for (const auto& ctx : embedded_validation_contexts())
             if (ctx.name == name + ".context") context = ctx.text;
         Expected<ValidationReport> r =
-            run_validation(name, f.text, context, sets, "built-in data-set context data/validation/" + name + ".context.json");
+            run_validation(name, f.text, context, sets, "built-in data-set context data/validation/" + name + ".context.json", scenario_of);
         if (!r) {
             all.skipped.push_back(name + ": " + r.error().message());
             continue;
@@ -662,6 +677,10 @@ ValidationReport run_builtin_validation(const std::vector<std::string>& sets) {
         all.bracketed.insert(all.bracketed.end(), r->bracketed.begin(), r->bracketed.end());
         all.contexts.insert(all.contexts.end(), r->contexts.begin(), r->contexts.end());
         all.rows += r->rows;
+        if (r->scenario) {
+            all.scenario = r->scenario;
+            all.scenario_command = r->scenario_command;
+        }
     }
     return all;
 }

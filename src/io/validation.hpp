@@ -92,6 +92,10 @@ struct ValidationReport {
     std::vector<std::string> skipped;  // "id: reason"
     std::vector<DatasetContext> contexts;
     size_t rows = 0;  // data rows read, evaluated or skipped
+    // With `scenario_of`: the scenario that row runs as (its columns with every override
+    // applied), the row not evaluated; absent when no row has that id or the row is skipped.
+    std::optional<Json> scenario;
+    std::string scenario_command;  // how that row is predicted: "infer SCENARIO.json --concurrency C", ...
 };
 
 // `origin` names the context file in errors (empty: "the context of DATASET").
@@ -115,12 +119,13 @@ Expected<Json> row_scenario(const CsvRow& row);
 // Every row of one data set. `context_json` is the set's <set>.context.json, if it has one: its
 // overrides apply to every row, before `sets` (the user's `--set`s, for sensitivity studies).
 // `context_origin` names the context file in errors (see parse_context). Fails on a CSV over
-// kDatasetLimits; rows that cannot be evaluated are listed in `skipped`.
+// kDatasetLimits; rows that cannot be evaluated are listed in `skipped`. A non-empty `scenario_of`
+// evaluates nothing: it finds that row and sets `scenario` (or lists why it is skipped).
 Expected<ValidationReport> run_validation(const std::string& dataset, std::string_view csv_text,
                                           std::optional<std::string_view> context_json,
                                           const std::vector<std::string>& sets = {},
-                                          const std::string& context_origin = {});
-ValidationReport run_builtin_validation(const std::vector<std::string>& sets = {});
+                                          const std::string& context_origin = {}, const std::string& scenario_of = {});
+ValidationReport run_builtin_validation(const std::vector<std::string>& sets = {}, const std::string& scenario_of = {});
 ValidationSummary summarize(const std::vector<ValidationCase>& cases);
 
 }  // namespace sm
