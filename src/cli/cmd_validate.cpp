@@ -316,8 +316,12 @@ Runner add_validate(CLI::App& app, const Io& io) {
             rep = std::move(r).value();
         }
         if (!o->scenario.empty()) {
-            if (!rep.skipped.empty())
-                return bad_input(io, {"--scenario", printable(o->scenario, 200), "a row that is evaluated; this one is skipped: " + rep.skipped.front()});
+            if (!rep.skipped.empty()) {
+                // "id: reason": the id is the value given.
+                const std::string& skip = rep.skipped.front();
+                return bad_input(io, {"--scenario", printable(o->scenario, 200),
+                                      "a row that is evaluated; this one is skipped (" + skip.substr(skip.find(": ") + 2) + ")"});
+            }
             if (!rep.scenario)
                 return bad_input(io, {"--scenario", printable(o->scenario, 200),
                                       o->dataset.empty() ? "the id of a row of the built-in sets" : "the id of a row of the data set"});
