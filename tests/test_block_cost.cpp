@@ -172,6 +172,47 @@ TEST(BlockCost, ExpertAllToAllHidesBehindTheSharedExpert) {
     EXPECT_NEAR(cost_block(l, machine(), CostContext{}, sp, Recompute::none, 0).comm_exposed_s[ep], 4 * ms, 1e-15);
 }
 
+// Megatron-Core's A2A overlap (training.moe_a2a_overlap): the all-to-all of one micro-batch runs
+// while the micro-batch paired with it computes the other pass, so a forward all-to-all hides
+// behind the layer's backward and a backward one behind its forward. The layer above: forward
+// 3 ms, backward 6 ms. Dispatch and combine of 2e8 bytes: 1 ms each, 2 ms per pass, both hidden
+// (2 behind 6, 2 behind 3); 10% of each slows the compute by 0.2 ms. At 8e8 bytes (4 ms each,
+// 8 ms per pass): forward 8 behind 6 leaves 2 ms (+0.6), backward 8 behind 3 leaves 5 ms (+0.3).
+// Full recompute repeats the forward traffic (16 ms behind 6) and the forward window (8 behind 6).
+TEST(BlockCost, ExpertAllToAllHidesBehindThePairedMicroBatchsOtherPass) {
+    auto layer = [](double bytes) {
+        LayerOps l;
+        l.ops.push_back(vector_op(1e12));
+        l.ops.back().shared_expert = true;
+        l.ops.push_back(vector_op(2e12));
+        for (Pass pass : {Pass::fwd, Pass::bwd})
+            for (const char* name : {"dispatch", "combine"}) {
+                CommOp c{name, Collective::all_to_all, CommGroup::ep, pass, bytes, 1, true};
+                c.cross_pass = true;  // what ops.cpp marks with the A2A overlap on
+                l.comms.push_back(c);
+            }
+        return l;
+    };
+    CommSpans sp = spans();
+    sp.span[idx(CommGroup::ep)] = {2, 2, 1};
+    const size_t ep = idx(CommGroup::ep);
+    const BlockCost small = cost_block(layer(2e8), machine(), CostContext{}, sp, Recompute::none, 0);
+    EXPECT_NEAR(small.comm_exposed_s[ep], 0.4 * ms, 1e-15);
+    EXPECT_NEAR(small.fwd_wall_s, 3.2 * ms, 1e-15);
+    EXPECT_NEAR(small.bwd_wall_s, 6.2 * ms, 1e-15);
+    EXPECT_NEAR(small.comm_link_s[ep], 4 * ms, 1e-15);
+    const BlockCost big = cost_block(layer(8e8), machine(), CostContext{}, sp, Recompute::none, 0);
+    EXPECT_NEAR(big.comm_exposed_s[ep], (2 + 0.6 + 5 + 0.3) * ms, 1e-15);
+    EXPECT_NEAR(big.fwd_wall_s, (3 + 2.6) * ms, 1e-15);
+    EXPECT_NEAR(big.bwd_wall_s, (6 + 5.3) * ms, 1e-15);
+    const BlockCost full = cost_block(layer(8e8), machine(), CostContext{}, sp, Recompute::full, 0);
+    EXPECT_NEAR(full.comm_exposed_s[ep], (10 + 0.6 + 2 + 0.6) * ms, 1e-15);
+    // The same traffic behind the shared expert alone (1 ms forward, 2 ms backward) hides less.
+    LayerOps same = layer(8e8);
+    for (CommOp& c : same.comms) c.cross_pass = false;
+    EXPECT_NEAR(cost_block(same, machine(), CostContext{}, sp, Recompute::none, 0).comm_exposed_s[ep], (7 + 0.1 + 6 + 0.2) * ms, 1e-15);
+}
+
 // What a layer keeps per in-flight micro-batch under each recompute mode (BlockCost::activation_bytes).
 TEST(BlockCost, ActivationBytesPerRecomputeMode) {
     const BlockCost b = cost(Recompute::none, 0);

@@ -75,7 +75,7 @@ std::vector<std::string> training_layouts() {
              "sequence_parallel": true, "zero": 1, "recompute": "selective", "microbatch": 2},
              "training": {"global_batch": 64, "precision": "fp8", "fp8_recipe": "mxfp8"}})",
         R"({"system": {"preset": "dgx-b200"}, "model": {"preset": "mixtral-8x7b"}, "parallel": {"tp": 2, "pp": 4, "dp": 4, "ep": 4, "zero": 3, "recompute": "full",
-             "first_stage_layers": 5, "last_stage_layers": 5}, "training": {"global_batch": 64, "precision": "fp4"}})",
+             "first_stage_layers": 5, "last_stage_layers": 5}, "training": {"global_batch": 64, "precision": "fp4", "moe_a2a_overlap": true}})",
         h + R"("model": {"preset": "deepseek-v3"}, "parallel": {"tp": 2, "pp": 4, "vp": 4, "dp": 8, "ep": 8, "cp": 2, "cp_kind": "all_gather",
              "zero": 2, "pipeline_split": "fill"}, "training": {"global_batch": 64, "precision": "fp16"}})",
         h + R"("model": {"preset": "llama3.1-405b"}, "parallel": {"tp": 8, "pp": 16, "dp": 2, "cp": 2, "cp_kind": "ring",
@@ -115,11 +115,13 @@ TEST(LaunchSettings, MegatronArgumentsByHand) {
                              "--fp8-recipe mxfp8"})
         EXPECT_NE(t.find(line), std::string::npos) << line << " in\n" << t;
     EXPECT_EQ(t.find("--expert"), std::string::npos);  // a dense model
+    EXPECT_EQ(t.find("--overlap-moe"), std::string::npos);
     const std::string moe = launch(training_layouts()[1], "megatron");
     for (const char* line : {"--decoder-first-pipeline-num-layers 5 \\", "--decoder-last-pipeline-num-layers 5 \\",
                              "--expert-model-parallel-size 4 \\", "--expert-tensor-parallel-size 2 \\", "--use-megatron-fsdp \\",
                              "--data-parallel-sharding-strategy optim_grads_params \\", "--recompute-granularity full \\",
-                             "--recompute-method uniform \\", "--recompute-num-layers 1 \\", "--fp4-format e2m1"})
+                             "--recompute-method uniform \\", "--recompute-num-layers 1 \\", "--fp4-format e2m1",
+                             "--overlap-moe-expert-parallel-comm \\\n  --delay-wgrad-compute \\"})
         EXPECT_NE(moe.find(line), std::string::npos) << line << " in\n" << moe;
     // DeepSeek-V3's 61 layers on pp 4 x vp 4, filled: 15 chunks of 4 and the last of 1.
     const std::string fill = launch(training_layouts()[2], "megatron");
@@ -142,6 +144,9 @@ TEST(LaunchSettings, NemoAndTorchTitanByHand) {
                              "optim.config.use_distributed_optimizer=True"})
         EXPECT_NE(n.find(line), std::string::npos) << line << " in\n" << n;
     EXPECT_NE(launch(training_layouts()[2], "nemo").find("trainer.strategy.pipeline_model_parallel_layout=\"Et*4|t*4|"), std::string::npos);
+    EXPECT_NE(launch(training_layouts()[1], "nemo").find("comm_overlap.overlap_moe_expert_parallel_comm=True, comm_overlap.delay_wgrad_compute=True"),
+              std::string::npos);
+    EXPECT_EQ(n.find("overlap_moe"), std::string::npos);
     // ZeRO-2 is FSDP2 that keeps the weights gathered after forward; the batch per data-parallel rank.
     const std::string t = launch(torchtitan_layouts()[0], "torchtitan");
     for (const char* line : {"data_parallel_replicate_degree = 1\n", "data_parallel_shard_degree = 2\n", "fsdp_reshard_after_forward = \"never\"\n",

@@ -87,6 +87,10 @@ Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
     if (s.model.moe.enabled()) {
         a.push_back({"--expert-model-parallel-size", std::to_string(p.ep)});
         a.push_back({"--expert-tensor-parallel-size", std::to_string(p.expert_tp())});
+        if (s.training.moe_a2a_overlap) {
+            a.push_back({"--overlap-moe-expert-parallel-comm", ""});
+            a.push_back({"--delay-wgrad-compute", ""});
+        }
     }
     if (p.sequence_parallel && p.tp > 1) a.push_back({"--sequence-parallel", ""});
     a.push_back({"--micro-batch-size", std::to_string(p.microbatch)});
@@ -147,6 +151,8 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     if (p.cp > 1) more.push_back(fmt::format("model.config.cp_comm_type=\"{}\"", cp_comm_type(p.cp_kind)));
     if (p.recompute != Recompute::none) more.push_back(fmt::format("model.config.recompute_granularity=\"{}\"", to_string(p.recompute)));
     if (p.recompute == Recompute::full) more.emplace_back("model.config.recompute_method=\"uniform\", model.config.recompute_num_layers=1");
+    if (s.model.moe.enabled() && s.training.moe_a2a_overlap)
+        more.emplace_back("comm_overlap.overlap_moe_expert_parallel_comm=True, comm_overlap.delay_wgrad_compute=True");
     more.push_back(fmt::format("optim.config.use_distributed_optimizer={}", p.zero >= 1 ? "True" : "False"));
     if (p.zero >= 2) more.push_back(fmt::format("ddp.data_parallel_sharding_strategy=\"{}\" (Megatron-FSDP)", p.zero == 2 ? "optim_grads" : "optim_grads_params"));
     for (size_t i = 0; i < more.size(); ++i) t += (i ? "; " : "") + more[i];

@@ -676,6 +676,7 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p, int64_t seq_
     t.overlap_p2p_comm = r.boolean("overlap_p2p_comm", t.overlap_p2p_comm);
     t.grad_sync_per_chunk = r.boolean("grad_sync_per_chunk", t.grad_sync_per_chunk);
     t.moe_shared_expert_overlap = r.boolean("moe_shared_expert_overlap", t.moe_shared_expert_overlap);
+    t.moe_a2a_overlap = r.boolean("moe_a2a_overlap", t.moe_a2a_overlap);
     t.moe_dispatcher = r.choice("moe_dispatcher", "alltoall", {"alltoall", "flex"}) == "flex" ? MoeDispatcher::flex : MoeDispatcher::alltoall;
     const std::string gr = r.choice("grad_reduce", "auto", {"auto", "per_step", "per_microbatch"});
     t.grad_reduce = gr == "per_step" ? GradReduce::per_step : gr == "per_microbatch" ? GradReduce::per_microbatch : GradReduce::automatic;

@@ -657,8 +657,9 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     const double width = latent ? static_cast<double>(m.moe.latent_size) : d.h;
     if (latent) weight_gemm(out, s, "moe_latent_down", {routed_tokens, width, d.h, 1}, 0.0, LoraTarget::none);
     const double a2a = routed * width * d.e, gathered = rows * width * d.e;
-    // Megatron's shared-expert overlap runs dispatch and combine while the shared experts compute.
-    const bool hidden = shared && s.shared_expert_overlap;
+    // Megatron's shared-expert overlap runs dispatch and combine while the shared experts compute;
+    // its A2A overlap while a paired micro-batch computes the other pass.
+    const bool hidden = (shared && s.shared_expert_overlap) || s.a2a_overlap;
     // Token permutation, memory-bound (Megatron-Core's alltoall dispatcher; TensorRT-LLM's
     // expand/finalize kernels): each token's top_k copies are gathered into expert order before
     // dispatch (read and write every copy) and after the combine scattered back, weighted by their
@@ -681,6 +682,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
         CommOp c = exchange;
         c.name = name;
         c.pass = pass;
+        c.cross_pass = s.a2a_overlap;
         out.comms.push_back(c);
     };
     if (dispatched) {

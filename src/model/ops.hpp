@@ -83,6 +83,7 @@ struct CommOp {
     double count = 1;
     bool overlappable = false;  // can hide behind independent compute of the same pass
     double fanout = 1;          // dispatch: expert copies per token row (top_k); `bytes` holds the rows once
+    bool cross_pass = false;    // overlappable behind the other pass's compute instead (a paired micro-batch's)
 };
 
 // How one layer is cut on one GPU for one micro-batch.
@@ -106,6 +107,9 @@ struct LayerShape {
     bool decode = false;       // one new token per sequence against a cache (MLA absorbs its up-projections)
     // Training: the expert all-to-all hides behind the shared experts (training.moe_shared_expert_overlap).
     bool shared_expert_overlap = false;
+    // Training: the expert all-to-all hides behind the other pass of a paired micro-batch
+    // (training.moe_a2a_overlap).
+    bool a2a_overlap = false;
     // Tokens reach the experts through a deduplicating dispatcher (training.moe_dispatcher "flex").
     bool dedup_dispatch = false;
     LoraSpec lora;             // LoRA training: base weights frozen, adapters beside the targets

@@ -80,11 +80,14 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
     // Overlappable traffic hides behind independent compute of its own pass: ring attention
     // behind the attention of the previous chunk, TP gathers/reductions behind the other
     // gradient GEMM (half of the non-attention backward), the expert all-to-all behind the shared
-    // experts (training.moe_shared_expert_overlap). The windows are disjoint slices of the compute,
+    // experts (training.moe_shared_expert_overlap), or behind the other pass of the micro-batch
+    // paired with this one (training.moe_a2a_overlap: a forward all-to-all behind the layer's
+    // backward, a backward one behind its forward). The windows are disjoint slices of the compute,
     // and collectives of different groups run concurrently on their own streams, so a pass is
     // stretched by the worst of them, not by their sum: faster compute never exposes more than it
     // saves.
     std::array<double, kGroups> hidden_fwd{}, hidden_bwd{};
+    std::array<bool, kGroups> cross{};
     double exposed_fwd = 0, exposed_bwd = 0;
     for (size_t i = 0; i < comms.size(); ++i) {
         const CommOp& c = comms[i];
@@ -97,6 +100,7 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         b.comm_link_s[g] += one * reps;
         if (c.overlappable) {
             (c.pass == Pass::fwd ? hidden_fwd : hidden_bwd)[g] += one * reps;
+            cross[g] = cross[g] || c.cross_pass;
         } else {
             const double hide = c.group == CommGroup::tp ? tp_overlap : 0.0;
             b.comm_exposed_s[g] += one * reps * (1.0 - hide);
@@ -116,7 +120,8 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         for (size_t g = 0; g < kGroups; ++g) {
             const bool cp = g == idx(CommGroup::cp);
             const bool grid = summa && (g == idx(CommGroup::tp) || g == idx(CommGroup::tp_rows));
-            const double window = g == idx(CommGroup::ep) ? (fwd ? compute.shared_fwd_s * fwd_reps : compute.shared_bwd_s)
+            const double window = cross[g]                ? (fwd ? b.bwd_s : b.fwd_s * fwd_reps)
+                                  : g == idx(CommGroup::ep) ? (fwd ? compute.shared_fwd_s * fwd_reps : compute.shared_bwd_s)
                                   : grid              ? (fwd ? gemm_fwd_s : gemm_bwd_s)
                                   : fwd               ? (cp ? attn_fwd_s * fwd_reps : 0.0)
                                                       : (cp ? attn_bwd_s : 0.5 * (b.bwd_s - attn_bwd_s));

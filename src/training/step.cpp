@@ -468,6 +468,7 @@ LayerShape training_shape(const ModelSpec& m, const ParallelConfig& p, const Tra
     s.kv_bytes = s.act_bytes;
     s.lora = t.lora;
     s.shared_expert_overlap = t.moe_shared_expert_overlap;
+    s.a2a_overlap = t.moe_a2a_overlap;
     s.dedup_dispatch = t.moe_dispatcher == MoeDispatcher::flex;
     return s;
 }

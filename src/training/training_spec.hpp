@@ -35,6 +35,12 @@ struct TrainingSpec {
     // stream while the shared expert computes (Megatron-Core's moe_shared_expert_overlap; NeMo's
     // DeepSeek-V3 and Llama 4 configs set it: nemo/collections/llm/gpt/model/deepseek.py, llama.py).
     bool moe_shared_expert_overlap = true;
+    // The expert-parallel dispatch and combine of one micro-batch run while another micro-batch
+    // computes the other pass (Megatron-Core's overlap_moe_expert_parallel_comm with
+    // delay_wgrad_compute, the "combined 1F1B" schedule; Megatron-Bridge's moe_a2a_overlap, which
+    // also turns moe_shared_expert_overlap off): a forward all-to-all hides behind the paired
+    // micro-batch's backward of the layer, a backward one behind its forward.
+    bool moe_a2a_overlap = false;
     // How tokens reach the experts: Megatron-Core's alltoall dispatcher (the default) sends every
     // expert copy of a token; its flex dispatcher (DeepEP, HybridEP) sends each token once per
     // node and GPU that holds any of its experts (Collective::dispatch).
