@@ -167,6 +167,7 @@ bad "parallel.pipeline_layout" train "$big" --set 'parallel.pipeline_layout=Et*1
 bad "parallel.pipeline_layout" train "$big" --set 'parallel.pipeline_layout=Et*12|t*12|t*12|t*12|t*12|t*12|t*12|t*11L'
 bad "parallel.pipeline_layout" train "$big" --set 'parallel.pipeline_layout=(t*99999999)*99999999'
 bad "training.moe_shared_expert_overlap" train "$big" --set training.moe_shared_expert_overlap=maybe
+bad "training.moe_a2a_overlap" train "$big" --set training.moe_a2a_overlap=1
 bad "parallel.offload" train "$base" --set system.preset=mi300x-8 --set parallel.offload='"optimizer"'
 bad "parallel.tp" train "$base" --set parallel.tp=-8
 bad "parallel.tp" train "$base" --set parallel.tp=1e999
@@ -451,6 +452,11 @@ PY
 scenario_reproduces "Qwen3.5 at 4 clients" aic-2026_03_25_qwen3_5_397b_b200_sxm_sglang_bf16_agg_1024x1024_c4_tp8_0_ep1_0_631 \
     ttft_s ttft_s --dataset "$TMP/q35.csv" --context "$H/../../data/contexts/qwen3.5.context.json"
 scenario_reproduces "a built-in training row" korthikanti-gpt-1t-selective step_time_s step_time_s
+# --context repeats, read in order: the second file's overrides come after the first's.
+echo '{"reason": "test", "overrides": ["inference.output_len=7"]}' >"$TMP/second.context.json"
+WANT='"output_len": 7' good validate --dataset "$TMP/q35.csv" --context "$H/../../data/contexts/qwen3.5.context.json" \
+    --context "$TMP/second.context.json" --scenario aic-2026_03_25_qwen3_5_397b_b200_sxm_sglang_bf16_agg_1024x1024_c4_tp8_0_ep1_0_631
+bad "--context" validate --dataset "$TMP/q35.csv" --context "$H/../../data/contexts/qwen3.5.context.json" --context "$TMP/no-such.json"
 bad "--scenario" validate --scenario no-such-row
 bad "recompute unpublished" validate --scenario nemo2504-gb200-llama3-8b-fp8-8
 bad "Gated DeltaNet not represented" validate --dataset "$TMP/q35.csv" --scenario aic-2026_03_25_qwen3_5_397b_b200_sxm_sglang_bf16_agg_1024x1024_c4_tp8_0_ep1_0_631

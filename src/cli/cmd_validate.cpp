@@ -265,7 +265,7 @@ Runner add_validate(CLI::App& app, const Io& io) {
         std::string dataset;
         std::vector<std::string> sets;
         std::string format = "text";
-        std::string context;
+        std::vector<std::string> contexts;
         std::string scenario;
     };
     auto o = std::make_shared<Opts>();
@@ -274,7 +274,7 @@ Runner add_validate(CLI::App& app, const Io& io) {
                     "a CSV in the layout of data/validation/, '-' for stdin (default: the built-in sets); a data-set "
                     "context file NAME.context.json beside NAME.csv, when there, is read too: its overrides apply to "
                     "every row");
-    cmd->add_option("--context", o->context,
+    cmd->add_option("--context", o->contexts,
                     "a further data-set context file read after the data set's own: its models replace the same-named "
                     "entries (an architecture the data set's context marks unsupported, given as overrides), its "
                     "overrides and rows are added; with --dataset");
@@ -287,8 +287,8 @@ Runner add_validate(CLI::App& app, const Io& io) {
     return [cmd, o, &io]() -> int {
         if (!cmd->parsed()) return -1;
         ValidationReport rep;
-        if (o->dataset.empty() && !o->context.empty())
-            return bad_input(io, {"--context", quote_path(o->context), "only with --dataset (the built-in sets carry their own contexts)"});
+        if (o->dataset.empty() && !o->contexts.empty())
+            return bad_input(io, {"--context", quote_path(o->contexts.front()), "only with --dataset (the built-in sets carry their own contexts)"});
         if (o->dataset.empty()) {
             rep = run_builtin_validation(o->sets, o->scenario);
         } else {
@@ -303,13 +303,13 @@ Runner add_validate(CLI::App& app, const Io& io) {
                 if (!c) return bad_input(io, c.error());
                 context = std::move(c).value();
             }
-            if (!o->context.empty()) {
-                Expected<std::string> extra = read_bounded({o->context, "--context", "a JSON file of overrides"});
+            for (const std::string& path : o->contexts) {
+                Expected<std::string> extra = read_bounded({path, "--context", "a JSON file of overrides"});
                 if (!extra) return bad_input(io, extra.error());
-                Expected<std::string> merged = merged_context(context, extra.value(), o->context);
+                Expected<std::string> merged = merged_context(context, extra.value(), path);
                 if (!merged) return bad_input(io, merged.error());
                 context = std::move(merged).value();
-                origin = (origin.empty() ? "" : origin + " with ") + "--context " + quote_path(o->context);
+                origin = (origin.empty() ? "" : origin + " with ") + "--context " + quote_path(path);
             }
             auto r = run_validation(o->dataset == "-" ? "stdin" : o->dataset, text.value(), context, o->sets, origin, o->scenario);
             if (!r) return bad_input(io, r.error());
