@@ -84,11 +84,14 @@ TEST(Placement, TensorGroupsAcrossARackEdge) {
     expect_span(place_groups(layout(16, 1, 8, 1), domains_of(72, 64)).span[idx(CommGroup::tp)], 16, 16, 1);
 }
 
-// A job no bigger than one domain's used GPUs never leaves it; 8 GPUs per DGX node, dp across
-// nodes with tp 8: one member per node.
+// A job no bigger than one domain never leaves it, whatever the domain's used GPUs (those are how
+// a job spanning domains divides among them); 8 GPUs per DGX node, dp across nodes with tp 8: one
+// member per node.
 TEST(Placement, WholeJobInOneDomainAndOnePerNode) {
     expect_span(dp_of(place_groups(layout(1, 1, 64, 1), domains_of(72, 64))), 64, 64, 1);
-    expect_span(dp_of(place_groups(layout(1, 1, 65, 1), domains_of(72, 64))), 65, 1, 2);  // 64 + 1
+    expect_span(dp_of(place_groups(layout(1, 1, 65, 1), domains_of(72, 64))), 65, 65, 1);
+    expect_span(dp_of(place_groups(layout(1, 1, 72, 1), domains_of(72, 64))), 72, 72, 1);
+    expect_span(dp_of(place_groups(layout(1, 1, 73, 1), domains_of(72, 64))), 73, 9, 2);  // 64 + 9
     expect_span(dp_of(place_groups(layout(8, 1, 16, 1), domains_of(8, 8))), 16, 1, 16);
 }
 
@@ -203,8 +206,10 @@ TEST(Placement, AgreesWithBruteForceOnRandomLayouts) {
         const int64_t domain = pick({1, 2, 4, 8, 16, 18, 36, 64, 72, 80});
         const int64_t used = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(domain));
         const CommSpans c = place_groups(p, domains_of(domain, used));
+        // A job that fits in one domain fills it; a larger one takes `used` ranks of each.
+        const int64_t placed = p.gpus() <= domain ? domain : used;
         for (CommGroup g : {CommGroup::tp, CommGroup::tp_rows, CommGroup::cp, CommGroup::dp, CommGroup::ep, CommGroup::pp}) {
-            const GroupSpan want = slowest_by_enumeration(p, g, used);
+            const GroupSpan want = slowest_by_enumeration(p, g, placed);
             const GroupSpan got = c.span[idx(g)];
             ASSERT_TRUE(got.size == want.size && got.local == want.local && got.remote == want.remote)
                 << to_string(p.order) << " tp " << p.tp << " rows " << p.tp_rows << " cp " << p.cp << " dp " << p.dp << " pp " << p.pp << " ep " << p.ep
@@ -265,13 +270,14 @@ TEST(Placement, FoldedExpertGroupsAreConsecutive) {
         const int64_t domain = pick({4, 8, 16, 36, 64, 72});
         const int64_t used = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(domain));
         const CommSpans c = place_groups(p, domains_of(domain, used));
+        const int64_t placed = p.gpus() <= domain ? domain : used;  // a job that fits in one domain fills it
         // Enumerate: rank r of stage q = r / stage; within it s = r % stage; ep group (s / ep, q),
         // expert replicas (s % ep, q).
         auto worst = [&](bool replicas) {
             std::map<std::pair<int64_t, int64_t>, std::map<int64_t, int64_t>> groups;  // key -> domain -> members
             for (int64_t r = 0; r < p.gpus(); ++r) {
                 const int64_t s = r % stage, q = r / stage;
-                ++groups[{replicas ? s % p.ep : s / p.ep, q}][r / used];
+                ++groups[{replicas ? s % p.ep : s / p.ep, q}][r / placed];
             }
             GroupSpan w{1, 1, 1};
             double term = -1;

@@ -552,6 +552,11 @@ TEST(Scenario, GpusUsedPerDomainBounds) {
     ASSERT_TRUE(s.ok());
     EXPECT_EQ(s.value().system.used_per_domain(), 6);
     EXPECT_EQ(load(kBase).value().system.used_per_domain(), 8);  // default: the whole domain
+    // A job that fits in one domain is placed in one; a larger one 6 per domain.
+    EXPECT_EQ(s.value().system.used_per_domain(8), 8);
+    EXPECT_EQ(s.value().system.used_per_domain(7), 8);
+    EXPECT_EQ(s.value().system.used_per_domain(9), 6);
+    EXPECT_EQ(s.value().system.used_per_domain(0), 6);
 }
 
 // parallel.offload: one of four spellings, and only on a system with a host memory tier.

@@ -118,11 +118,11 @@ std::vector<BruteLayout> brute_force_layouts(const Json& doc, int64_t gpus, Obje
     return out;
 }
 
-// The brute-force answer of a search with or without tp held within the scale-up domain.
-Brute brute_force(const std::vector<BruteLayout>& all, const SystemSpec& sys, bool tp_within_domain) {
+// The brute-force answer of a search of `gpus` GPUs with or without tp held within the scale-up domain.
+Brute brute_force(const std::vector<BruteLayout>& all, const SystemSpec& sys, int64_t gpus, bool tp_within_domain) {
     Brute b;
     for (const BruteLayout& l : all) {
-        if (tp_within_domain && l.tp > sys.used_per_domain()) continue;
+        if (tp_within_domain && l.tp > sys.used_per_domain(gpus)) continue;
         ++b.valid;
         if (!l.hit) continue;
         ++b.feasible;
@@ -171,7 +171,7 @@ TEST_P(SearchVsBruteForce, IdenticalBestAndCounts) {
     const std::vector<BruteLayout> all = brute_force_layouts(doc, n, Objective::step_time);
     for (bool domain : {false, true}) {
         SCOPED_TRACE(domain ? "tp within the scale-up domain" : "tp anywhere");
-        const Brute b = brute_force(all, scenario_of(doc, Purpose::search).system, domain);
+        const Brute b = brute_force(all, scenario_of(doc, Purpose::search).system, n, domain);
         const SearchResult r = run_search(doc, n, Objective::step_time, domain, 2, 8);
         ASSERT_GT(b.feasible, 0);
         expect_same_best(b, r, 8);

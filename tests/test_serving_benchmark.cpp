@@ -293,6 +293,24 @@ TEST(ServingBenchmark, DisaggregatedLoneRequestByHand) {
     EXPECT_NEAR(b.result.tpot_s.mean, tpot, 0.02 * tpot);
 }
 
+// The cache moves over the link the roles share: a deployment no bigger than one scale-up domain
+// sits in it (72 one-GPU engines in a rack of 72, even where jobs spanning racks use 64 of each:
+// system.scale_up.gpus_used_per_domain), a larger one crosses the scale-out network.
+TEST(ServingBenchmark, DisaggregatedCacheMovesWithinTheRackItFits) {
+    SystemSpec sys = h100();
+    sys.scale_up_domain = 72;
+    sys.gpus_used_per_domain = 64;
+    const InferContext c{llama8b(), sys, bf16_workload(1024, 8)};
+    for (const auto& [prefill_workers, within] : {std::pair{36, true}, std::pair{37, false}}) {
+        const DisaggDeployment d{{ParallelConfig{}, prefill_workers}, {ParallelConfig{}, 36}};
+        const DisaggBenchmark b = run_disaggregated_benchmark(c, d, 1, 0, 1, 1);
+        EXPECT_EQ(b.within_domain, within) << prefill_workers;
+        const LinkLevel& link = within ? sys.scale_up : sys.scale_out;
+        EXPECT_NEAR(b.kv_transfer_s, link.latency_s + 2.0 * 32 * 8 * 128 * 2 * 1024 / (link.bw_bytes_per_s * link.efficiency), 1e-12)
+            << prefill_workers;
+    }
+}
+
 // A decode GPU that cannot hold even one request's cache still runs one at a time: the second
 // of two clients' requests waits for the first's whole decode (63 steps) for its first token.
 TEST(ServingBenchmark, DisaggregatedDecodeWithoutRoomRunsOneAtATime) {

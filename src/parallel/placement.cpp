@@ -158,7 +158,7 @@ RankStrides rank_strides(const ParallelConfig& p) {
 
 LayerSpans place_layer_groups(const ParallelConfig& p, const SystemSpec& s) {
     const int64_t n = p.gpus();
-    const int64_t u = s.used_per_domain();
+    const int64_t u = s.used_per_domain(n);
     const RankStrides st = rank_strides(p);
     LayerSpans l;
     l.tp = place_group(st.tp, p.tp_cols(), n, u);
@@ -176,7 +176,7 @@ LayerSpans place_layer_groups(const ParallelConfig& p, const SystemSpec& s) {
 CommSpans place_groups(const ParallelConfig& p, const SystemSpec& s) {
     CommSpans c;
     const int64_t n = p.gpus();
-    const int64_t u = s.used_per_domain();
+    const int64_t u = s.used_per_domain(n);
     const RankStrides st = rank_strides(p);
     const LayerSpans l = place_layer_groups(p, s);
     c.span[idx(CommGroup::tp)] = l.tp;

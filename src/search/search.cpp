@@ -324,7 +324,7 @@ Plan make_plan(const TrainContext& c, const LayoutConstraints& f, const SearchOp
                 }
                 if (t.layouts == 0) continue;
                 plan.candidates += t.layouts;
-                if (o.tp_within_domain && tp > c.system.used_per_domain()) {
+                if (o.tp_within_domain && tp > c.system.used_per_domain(o.gpus)) {
                     plan.pruned_domain += t.layouts;
                     continue;
                 }
@@ -762,7 +762,7 @@ std::shared_ptr<const Plan> planned(const TrainContext& c, const LayoutConstrain
     // With offload the memory bound reads the host tier and the optimizer's time: plan afresh.
     if (!o.plans || f.offload != Offload::none) return std::make_shared<const Plan>(make_plan(c, f, o));
     PlanCache::Impl& cache = *o.plans->impl;
-    PlanKey key{c.model, c.training, f, o.gpus, c.system.used_per_domain(), o.tp_within_domain, o.placements_kept};
+    PlanKey key{c.model, c.training, f, o.gpus, c.system.used_per_domain(o.gpus), o.tp_within_domain, o.placements_kept};
     {
         std::lock_guard lock(cache.mu);
         for (const auto& [k, plan] : cache.plans)

@@ -155,7 +155,7 @@ PointOutcome search_point(const Json& doc, Scenario& s, const StudyOptions& o, u
         // Every candidate pruned by the network-domain rule: say so, not "does not fit".
         else if (r.stats.candidates == r.stats.pruned_domain)
             why = fmt::format("no layout of {} GPUs keeps tp within the {}-GPU scale-up domain (--cross-domain-tp)", so.gpus,
-                              s.system.used_per_domain());
+                              s.system.used_per_domain(so.gpus));
         else if (r.best.empty())
             why = fmt::format("no layout of {} GPUs fits in memory", so.gpus);
         if (o.searched) o.searched->add(key, {why.empty(), why.empty() ? r.best.front().layout : ParallelConfig{}, why});
