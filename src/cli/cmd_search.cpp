@@ -148,13 +148,14 @@ std::string limits_text(const std::string& framework, double headroom, double ca
     return t;
 }
 
-std::string stats_text(const SearchStats& st, const SystemSpec& sys) {
+// `gpus`: the search's GPU count (0: several), for the domain rule's ranks per domain.
+std::string stats_text(const SearchStats& st, const SystemSpec& sys, int64_t gpus) {
     const double per_s = st.elapsed_s > 0 ? static_cast<double>(st.evaluated) / st.elapsed_s : 0.0;
     std::string t = fmt::format("{} valid layouts; in {:.3f} s {} costed ({}layouts/s on {} threads, {} per-layer costings), {} fit in memory",
                                 count(st.candidates), st.elapsed_s, count(st.evaluated), rate(per_s), st.threads,
                                 count(st.layer_costings), count(st.feasible));
     t += fmt::format("; pruned {} (tp beyond the {}-GPU scale-up domain) and {} (weights + optimizer state alone overflow memory)\n",
-                     count(st.pruned_domain), sys.used_per_domain(), count(st.pruned_memory));
+                     count(st.pruned_domain), sys.used_per_domain(gpus), count(st.pruned_memory));
     if (st.interrupted) t += "INTERRUPTED: the best found so far.\n";
     return t;
 }
@@ -342,7 +343,7 @@ Runner add_search(CLI::App& app, const Io& io) {
             }
             const auto text = [&] {
                 std::string t = header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
-                                stats_text(r.stats, s.system);
+                                stats_text(r.stats, s.system, opt.gpus);
                 if (!shown.empty()) {
                     t += table_header(false, o->tokens > 0);
                     for (size_t i = 0; i < shown.size(); ++i) t += table_row(i + 1, shown[i].hit, false, o->tokens);
@@ -413,7 +414,7 @@ Runner add_search(CLI::App& app, const Io& io) {
         doc["results"] = results;
         doc["overrides"] = overrides_json(o->sets);
         const std::string text = header_text(s, opt, o->tokens) + limits_text(o->framework, o->headroom, capacity) +
-                                 stats_text(total, s.system) +
+                                 stats_text(total, s.system, 0) +
                                  (per_count == 1 ? std::string("\nThe best layout per GPU count:\n")
                                                  : fmt::format("\nThe best {} layouts per GPU count:\n", per_count)) +
                                  table_header(true, o->tokens > 0) + rows;

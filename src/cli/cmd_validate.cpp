@@ -277,7 +277,7 @@ Runner add_validate(CLI::App& app, const Io& io) {
     cmd->add_option("--context", o->contexts,
                     "a further data-set context file read after the data set's own: its models replace the same-named "
                     "entries (an architecture the data set's context marks unsupported, given as overrides), its "
-                    "overrides and rows are added; with --dataset");
+                    "overrides and rows are added; with --dataset; repeatable, each read in order");
     cmd->add_option("--set", o->sets, "override a field in every row: PATH=VALUE (repeatable)")->take_all();
     cmd->add_option("--format", o->format, "output format (html: one self-contained page with each group's error charted)")
         ->check(CLI::IsMember({"text", "json", "markdown", "csv", "html"}));
