@@ -121,6 +121,9 @@ TEST(Disaggregated, IdleEnergyOfBothPools) {
         unbalanced = unbalanced || std::abs(p - d) > 0.01 * std::min(p, d);
     }
     EXPECT_TRUE(unbalanced);
+    // A budget of exactly one 8-GPU domain: every pairing's cache moves over the scale-up fabric.
+    for (const DisaggHit& h : r.best)
+        EXPECT_DOUBLE_EQ(h.kv_transfer_s, kv_transfer_s({m, sys, s}, h.prefill.layout, h.decode.layout, true));
     // Two GPUs: one instance size (1 GPU), so one decode layout and its point the first listed.
     const DisaggResult two = disaggregated_search({m, sys, s}, 2, ServeTargets{0, 0}, 20);
     ASSERT_FALSE(two.best.empty());

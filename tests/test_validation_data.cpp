@@ -260,6 +260,23 @@ TEST(ServingRows, ScenarioOfARowIsItsColumnsWithEveryOverride) {
     EXPECT_TRUE(none.skipped.empty() && none.cases.empty());
 }
 
+// --scenario on the built-in sets: the command follows what the row measured (a static batch's
+// throughput and a first-token time: plain infer; a maximum throughput: --max-throughput; a
+// training step: train).
+TEST(ServingRows, ScenarioCommandFollowsWhatTheRowMeasured) {
+    const std::pair<const char*, const char*> rows[] = {
+        {"trtllm-v0.9.0-h200-mixtral-8x7b-bs1024-tp2-128-128", "infer SCENARIO.json"},
+        {"trtllm-v0.9.0-h200-mixtral-8x7b-bs1-tp2-2048-ttft", "infer SCENARIO.json"},
+        {"trtllm-r1.2-h200-gpt-oss-120b-dep2-fp8-1024-1024", "infer SCENARIO.json --max-throughput"},
+        {"korthikanti-gpt-1t-selective", "train SCENARIO.json"}};
+    for (const auto& [id, command] : rows) {
+        const ValidationReport r = run_builtin_validation({}, id);
+        EXPECT_TRUE(r.scenario.has_value()) << id;
+        EXPECT_TRUE(r.cases.empty()) << id;
+        EXPECT_EQ(r.scenario_command, command) << id;
+    }
+}
+
 // A disaggregated row's scenario: each role's workers and layout from its columns (attention-DP
 // ranks as dp, the experts' split as etp and ep); its deployment layout (tp, pp) is not needed.
 TEST(ServingRows, DisaggregatedRowGivesEachRoleItsWorkersAndLayout) {
