@@ -316,16 +316,16 @@ Runner add_validate(CLI::App& app, const Io& io) {
             rep = std::move(r).value();
         }
         if (!o->scenario.empty()) {
+            const std::string shown = printable(o->scenario, 200);
             if (!rep.skipped.empty()) {
-                // "id: reason": the id is the value given.
-                const std::string& skip = rep.skipped.front();
-                return bad_input(io, {"--scenario", printable(o->scenario, 200),
-                                      "a row that is evaluated; this one is skipped (" + skip.substr(skip.find(": ") + 2) + ")"});
+                // "id: reason", the id shown as run_validation shows it.
+                const std::string reason = rep.skipped.front().substr(std::min(rep.skipped.front().size(), shown.size() + 2));
+                return bad_input(io, {"--scenario", shown, "a row that is evaluated; this one is skipped (" + reason + ")"});
             }
             if (!rep.scenario)
-                return bad_input(io, {"--scenario", printable(o->scenario, 200),
+                return bad_input(io, {"--scenario", shown,
                                       o->dataset.empty() ? "the id of a row of the built-in sets" : "the id of a row of the data set"});
-            io.err << "row " << printable(o->scenario, 200) << " is predicted by: scalemodel " << rep.scenario_command << "\n";
+            io.err << "row " << shown << " is predicted by: scalemodel " << rep.scenario_command << "\n";
             return emit_json(io, *rep.scenario);
         }
         // Nothing to compare is bad input (a wrong file, or --set that breaks every row), not a 0% error.

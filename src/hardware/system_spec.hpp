@@ -115,12 +115,14 @@ struct SystemSpec {
     EnergySpec energy;
     double price_per_gpu_hour = 0;  // USD; 0: unknown, results carry no cost keys
 
+    // Whether a job (a serving deployment: both roles) of `gpus` GPUs sits in one scale-up domain.
+    [[nodiscard]] bool fits_one_domain(int64_t gpus) const { return gpus <= scale_up_domain; }
     // Ranks per domain of a job of `job_gpus` GPUs (0: any size). A job that fits in one domain is
     // placed in one: leaving trays idle is how a job spanning domains divides evenly among them
     // (dgxc's Slurm segments are the largest divisor of the node count up to a rack's 18 nodes,
     // so a job of 18 nodes or fewer takes one segment).
     [[nodiscard]] int64_t used_per_domain(int64_t job_gpus = 0) const {
-        if (job_gpus > 0 && job_gpus <= scale_up_domain) return scale_up_domain;
+        if (job_gpus > 0 && fits_one_domain(job_gpus)) return scale_up_domain;
         return gpus_used_per_domain > 0 && gpus_used_per_domain < scale_up_domain ? gpus_used_per_domain : scale_up_domain;
     }
 };

@@ -503,7 +503,7 @@ DisaggBenchmark run_disaggregated_benchmark(const InferContext& c, const DisaggD
     prefill.schedule = PrefillSchedule::separate;  // nothing decodes beside its prompts
     EngineModel decode = engine_model(c, dp, decode_slots, step_ladder(decode_slots, {}), {0.0});
     decode.input_len = 0;
-    const bool within = d.gpus() <= c.system.used_per_domain(d.gpus());
+    const bool within = c.system.fits_one_domain(d.gpus());
     const double transfer = kv_transfer_s(c, pp, dp, within);
     Load load{clients, requests, {}};
     if (clients == 0) load.arrivals_s = poisson_arrivals(rate_per_s, requests, seed);

@@ -131,7 +131,7 @@ namespace {
 // each, so the largest concurrency meeting what each transfer leaves of the target is tried too.
 std::vector<ServeHit> pool_points(const InferContext& c, int64_t gpus, ServeRole role, const ServeTargets& t,
                                   const std::vector<ServeHit>& partners = {}) {
-    const bool within = gpus <= c.system.used_per_domain(gpus);
+    const bool within = c.system.fits_one_domain(gpus);
     std::vector<ServeHit> out;
     for (const int64_t g : instance_sizes(gpus))
         for (const ParallelConfig& p : serving_layouts(c, g)) {
@@ -216,7 +216,7 @@ DisaggResult disaggregated_search(const InferContext& c, int64_t gpus, const Ser
     });
     decode.erase(std::unique(decode.begin(), decode.end(), same), decode.end());
     const std::vector<ServeHit> prefill = pool_points(c, gpus, ServeRole::prefill, targets, decode);
-    const bool within = gpus <= c.system.used_per_domain(gpus);
+    const bool within = c.system.fits_one_domain(gpus);
     r.prefill_points = static_cast<int64_t>(prefill.size());
     r.decode_points = static_cast<int64_t>(decode.size());
     const double out_len = static_cast<double>(c.inference.output_len);
