@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write data/contexts/megatron-bridge.context.json: the Megatron-Bridge recipe settings that
 ../shared/validation/training_blackwell_public.csv records in each row's notes ("recipe also: ...",
-"LoRA Performance") but its own context does not apply, as per-row overrides with their source.
+"LoRA Performance", the recipe's recompute_modules) but its own context does not apply, as per-row overrides with their source.
 
     python3 scripts/megatron_bridge_context.py ../shared/validation/training_blackwell_public.csv \
         > data/contexts/megatron-bridge.context.json
@@ -23,6 +23,9 @@ FLEX = ("moe_flex_dispatcher_backend {backend}: src/megatron/bridge/training/fle
 LORA = ("LoRA fine-tuning (the page's 'LoRA Performance' table): src/megatron/bridge/recipes/llama/llama3.py "
         "llama3_70b_peft_config sets LoRA dim 16 (alpha 32), scripts/performance/configs/llama/llama3_llm_finetune.py "
         "llama3_70b_lora_config_* set peft.target_modules [\"linear_qkv\"]")
+RECOMPUTE = ("recompute_granularity selective, recompute_modules [{mods}] (the notes' recipe reading), run module by "
+             "module as Megatron-Core does (parallel.recompute_modules) instead of the approximate mode in the row's "
+             "recompute column")
 
 # Rows whose notes do not spell the setting out, read from the recipe by hand (file and commit given).
 BY_HAND = {
@@ -56,11 +59,19 @@ def main():
             if backend:
                 overrides.append("training.moe_dispatcher=flex")
                 why.append(FLEX.format(backend=backend.group(1)))
+            modules = re.search(r"recompute_granularity selective, recompute_modules \[([^\]]*)\] -> mapped to", notes)
+            recompute = []
+            if modules:
+                names = [m.strip().strip('"') for m in modules.group(1).split(",")]
+                recompute = ["parallel.recompute=selective", "parallel.recompute_modules=" + ",".join(names)]
+                why.append(RECOMPUTE.format(mods=modules.group(1)))
+            overrides += recompute
             if "LoRA Performance" in notes:
                 overrides += ["training.method=lora", "training.lora_rank=16", "training.lora_targets=linear_qkv"]
                 why.append(LORA)
             if r["id"] in BY_HAND:
-                rows.append({"where": {"id": r["id"]}, "overrides": BY_HAND[r["id"]][0], "reason": BY_HAND[r["id"]][1]})
+                rows.append({"where": {"id": r["id"]}, "overrides": BY_HAND[r["id"]][0] + recompute,
+                             "reason": BY_HAND[r["id"]][1] + ("; " + why[-1] if recompute else "")})
                 continue
             if overrides:
                 origin = source.group(1) if source else "the recipe the row's notes name"

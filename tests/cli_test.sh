@@ -159,6 +159,13 @@ bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.g
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=9
 bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.gpus_used_per_domain=4.5
 bad "parallel.offload" train "$base" --set parallel.offload='"disk"'
+# Megatron-Core's recompute_modules: names, the mode they need, the overlaps they exclude, the report.
+bad "did you mean \"mla_up_proj\"" train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mla_upproj
+bad "parallel.recompute_modules" train "$base" --set parallel.recompute=full --set parallel.recompute_modules=mlp
+bad "parallel.recompute_modules" train "$base" --set model.preset=mixtral-8x7b --set parallel.recompute_modules=moe \
+    --set training.moe_a2a_overlap=true
+WANT='recompute selective (layernorm, mlp)' good train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mlp,layernorm
+WANT='"recompute_modules": [' good train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mlp --format json
 # Megatron-Core's pipeline layout strings and the shared-expert overlap switch (session 14).
 big="$H/../../examples/gpt3-175b-1024xh100.json"
 WANT='layout split' good train "$big" --stages --set parallel.vp=1 --set 'parallel.pipeline_layout=Et*13|(t*12|)*6t*11L'

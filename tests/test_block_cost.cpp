@@ -72,7 +72,7 @@ TEST(BlockCost, ComputeRecomputeAndBookkeeping) {
     EXPECT_DOUBLE_EQ(b.bwd_flop, 2.5e12);
     EXPECT_DOUBLE_EQ(b.model_flop, 3 * 2e12);  // forward + backward = 3x forward, by convention
     EXPECT_DOUBLE_EQ(b.saved_bytes, 1020);
-    EXPECT_DOUBLE_EQ(b.core_saved_bytes, 20);
+    EXPECT_DOUBLE_EQ(b.selective_freed_bytes, 20);
     EXPECT_DOUBLE_EQ(b.input_bytes, 100);
     EXPECT_EQ(b.recompute_s, 0.0);
     // Selective re-runs the attention core's forward (1 ms); full re-runs the whole forward.

@@ -133,7 +133,7 @@ TEST(Pipeline, ActivationsInFlightAndInterleavingFactor) {
     const SystemSpec s = round_system();
     LayerCosts c;
     c.layer[0].saved_bytes = 1e9;
-    c.layer[0].core_saved_bytes = 0.2e9;
+    c.layer[0].selective_freed_bytes = 0.2e9;
     c.layer[0].input_bytes = 0.1e9;
     c.embedding.saved_bytes = 0.05e9;
     c.head.saved_bytes = 0.3e9;

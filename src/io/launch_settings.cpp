@@ -57,6 +57,10 @@ std::optional<InputError> unshipped(const ParallelConfig& p, std::string_view ta
     if (!fw.ships_zero(p.zero, p.pp))
         return refused(target, p.pp > 1 ? fmt::format("ZeRO {} with pipeline parallelism {}", p.zero, p.pp) : fmt::format("ZeRO {}", p.zero),
                        fmt::format("ZeRO {}{}", fw.zero_note, search));
+    const bool megatron_core = target == "megatron" || target == "nemo";
+    if (!megatron_core && p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules)
+        return refused(target, fmt::format("selective recompute of {}", module_names(p.recompute_modules, ", ")),
+                       "the attention core alone: Megatron-Core's recompute_modules are megatron's and nemo's");
     if (!fw.ships_cp(p.cp, p.cp_kind)) {
         const char* kind = p.cp_kind == CpKind::ulysses ? "Ulysses" : p.cp_kind == CpKind::ring ? "ring" : "all-gather";
         return refused(target, fmt::format("{} context parallelism", kind), fmt::format("{} context parallelism{}", fw.cp_note, search));
@@ -101,7 +105,10 @@ Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
         a.push_back({"--use-megatron-fsdp", ""});
         a.push_back({"--data-parallel-sharding-strategy", p.zero == 2 ? "optim_grads" : "optim_grads_params"});
     }
-    if (p.recompute == Recompute::selective) a.push_back({"--recompute-granularity", "selective"});
+    if (p.recompute == Recompute::selective) {
+        a.push_back({"--recompute-granularity", "selective"});
+        if (p.recompute_modules != kDefaultRecomputeModules) a.push_back({"--recompute-modules", module_names(p.recompute_modules, " ")});
+    }
     if (p.recompute == Recompute::full) {
         a.push_back({"--recompute-granularity", "full"});
         a.push_back({"--recompute-method", "uniform"});
@@ -150,6 +157,8 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     std::vector<std::string> more;
     if (p.cp > 1) more.push_back(fmt::format("model.config.cp_comm_type=\"{}\"", cp_comm_type(p.cp_kind)));
     if (p.recompute != Recompute::none) more.push_back(fmt::format("model.config.recompute_granularity=\"{}\"", to_string(p.recompute)));
+    if (p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules)
+        more.push_back(fmt::format("model.config.recompute_modules=[\"{}\"]", module_names(p.recompute_modules, "\", \"")));
     if (p.recompute == Recompute::full) more.emplace_back("model.config.recompute_method=\"uniform\", model.config.recompute_num_layers=1");
     if (s.model.moe.enabled() && s.training.moe_a2a_overlap)
         more.emplace_back("comm_overlap.overlap_moe_expert_parallel_comm=True, comm_overlap.delay_wgrad_compute=True");

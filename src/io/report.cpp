@@ -58,6 +58,12 @@ Json parallel_json(const ParallelConfig& p) {
            {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
            {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}, {"order", to_string(p.order)},
            {"cp_kind", to_string(p.cp_kind)}};
+    if (p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules) {
+        Json mods = Json::array();
+        for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
+            if ((p.recompute_modules >> i) & 1u) mods.push_back(kRecomputeModuleNames[i]);
+        j["recompute_modules"] = std::move(mods);
+    }
     if (p.split == PipelineSplit::first_last) {
         j["first_stage_layers"] = p.first_stage_layers;
         j["last_stage_layers"] = p.last_stage_layers;
@@ -185,7 +191,11 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     o += provenance_text(s);
     o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
                      p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
-                     p.zero, to_string(p.recompute), to_string(s.training.precision));
+                     p.zero,
+                     p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules
+                         ? fmt::format("selective ({})", module_names(p.recompute_modules, ", "))
+                         : std::string(to_string(p.recompute)),
+                     to_string(s.training.precision));
     if (p.summa())
         o += fmt::format("Tensor parallelism: SUMMA 2D, {} rows x {} columns (tokens over rows, heads and widths over columns)\n",
                          p.tp_rows, p.tp_cols());

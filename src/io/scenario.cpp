@@ -592,6 +592,17 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
              fmt::format("true or left out: SUMMA (tp_rows {}) keeps activations sharded over the whole grid", p.tp_rows));
     const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
     p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+    if (r.has("recompute_modules")) {
+        // Megatron-Core's recompute_modules: what selective recompute re-runs (the search's
+        // selective mode too, when the mode is searched).
+        const std::vector<std::string> all(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end());
+        p.recompute_modules = 0;
+        for (const std::string& name : r.choices("recompute_modules", {}, all))
+            p.recompute_modules |= static_cast<ModuleSet>(1u << (std::find(all.begin(), all.end(), name) - all.begin()));
+        if (r.has("recompute") && p.recompute != Recompute::selective)
+            fail(r.path_of("recompute_modules"), "a value beside recompute \"" + rc + "\"",
+                 "only with parallel.recompute \"selective\" (or the recompute mode left to the search)");
+    }
     const std::string off = r.choice("offload", "none", {"none", "optimizer", "activations", "optimizer+activations"});
     for (Offload o : {Offload::optimizer, Offload::activations, Offload::optimizer_and_activations})
         if (off == to_string(o)) p.offload = o;
@@ -650,6 +661,21 @@ DisaggDeployment read_disaggregated(ObjectReader r, const ModelSpec& m) {
              fmt::format("at most {} engines (workers x dp, both roles): the benchmark steps each", kMaxEngines));
     r.finish();
     return d;
+}
+
+// Recompute modules Megatron-Core refuses beside an overlap: the whole MoE layer with the A2A
+// overlap (its backward interleaves with a paired micro-batch's forward), the shared experts with
+// their overlap (they hide the dispatch). Megatron-Bridge docs/training/activation-recomputation.md.
+void check_recompute_modules(const Scenario& s) {
+    const ModuleSet mods = s.parallel.recompute_modules;
+    if (s.parallel.recompute == Recompute::none && s.parallel_given.count("recompute")) return;
+    if ((mods & module_bit(RecomputeModule::moe)) != 0 && s.model.moe.enabled() && s.training.moe_a2a_overlap)
+        fail("parallel.recompute_modules", "\"moe\" beside training.moe_a2a_overlap true",
+             "modules without \"moe\", or training.moe_a2a_overlap false: the A2A overlap cannot recompute the MoE layer whole");
+    if ((mods & module_bit(RecomputeModule::shared_experts)) != 0 && s.model.moe.shared_experts > 0 &&
+        s.training.moe_shared_expert_overlap)
+        fail("parallel.recompute_modules", "\"shared_experts\" beside training.moe_shared_expert_overlap true",
+             "modules without \"shared_experts\", or training.moe_shared_expert_overlap false: overlapped shared experts are not recomputed");
 }
 
 TrainingSpec read_training(ObjectReader r, const ParallelConfig& p, int64_t seq_len) {
@@ -846,6 +872,7 @@ Expected<Scenario> build_scenario(const Json& input, Purpose purpose) {
         s.system = read_system(resolved["system"], "system", &s.full["system"]);
         s.parallel = read_parallel(root.child_or_empty("parallel"), s.parallel_given);
         s.training = read_training(root.child_or_empty("training"), s.parallel, s.model.seq_len);
+        check_recompute_modules(s);
         s.inference = read_inference(root.child_or_empty("inference"));
         if (std::optional<ObjectReader> d = root.child("disaggregated")) s.disaggregated = read_disaggregated(*d, s.model);
         root.finish();

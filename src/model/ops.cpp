@@ -114,6 +114,43 @@ void weight_gemm(LayerOps& out, const LayerShape& s, std::string_view name, Gemm
     out.ops.push_back(b);
 }
 
+// Where a block's op and comm lists stand: what is added after it is inside a module (inside()).
+struct ListEnds {
+    size_t ops, comms;
+};
+ListEnds ends(const LayerOps& out) { return {out.ops.size(), out.comms.size()}; }
+
+// What is added to `out` since `from` runs inside recompute module `m`, so its recompute runs it
+// again. `checkpointed`: Megatron checkpoints the module whole (tensor_parallel.checkpoint), which
+// keeps only the module's input (saved by the ops that read the norm's output: norm_reader_gemm)
+// and drops every other tensor its ops saved.
+void inside(LayerOps& out, ListEnds from, RecomputeModule m, bool checkpointed) {
+    const ModuleSet bit = module_bit(m);
+    for (size_t i = from.ops; i < out.ops.size(); ++i) {
+        Op& op = out.ops[i];
+        op.modules |= bit;
+        if (checkpointed && (op.frees & module_bit(RecomputeModule::layernorm)) == 0) op.frees |= bit;
+    }
+    for (size_t i = from.comms; i < out.comms.size(); ++i) out.comms[i].modules |= bit;
+}
+
+// The ops added since `from` that saved `bytes` (a module's output they read) lose it when `m`
+// is recomputed: a module Megatron runs under CheckpointWithoutOutput (layernorm, moe_act,
+// mla_up_proj) keeps its input and drops its output, which the next ops saved.
+void output_dropped_by(LayerOps& out, size_t from, double bytes, RecomputeModule m) {
+    for (size_t i = from; i < out.ops.size(); ++i)
+        if (bytes > 0 && out.ops[i].saved_bytes == bytes) out.ops[i].frees |= module_bit(m);
+}
+
+// A weight GEMM reading a pre-norm's output (a sublayer's first GEMMs): what it saves, the
+// norm's output, is dropped under layernorm recompute, and is what a checkpointed sublayer keeps.
+void norm_reader_gemm(LayerOps& out, const LayerShape& s, std::string_view name, GemmShape g, double saved_bytes,
+                      LoraTarget target, Split split = Split::none) {
+    const size_t from = out.ops.size();
+    weight_gemm(out, s, name, g, saved_bytes, target, split);
+    output_dropped_by(out, from, saved_bytes, RecomputeModule::layernorm);
+}
+
 // Megatron's conjugate TP operators. Entering a column-parallel block: all-gather with sequence
 // parallelism (its backward reduce-scatters, and the sharded input saved for the weight gradient
 // is gathered again, overlapped with the data-gradient GEMM); without it, identity forward and
@@ -169,6 +206,13 @@ void norm(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& 
     const double elems = d.tokens_sp * width;
     const double flop = (m.norm == NormKind::layernorm ? kLayerNormFlop : kRmsNormFlop) * elems;
     out.ops.push_back(elementwise_op(name, 2.0 * elems * d.e, elems * d.e, 1.5, flop));
+}
+
+// A layer's input or pre-MLP norm: layernorm recompute runs it again (its output dropped:
+// norm_reader_gemm).
+void pre_norm(LayerOps& out, std::string_view name, const ModelSpec& m, const Dims& d) {
+    norm(out, name, m, d, d.h);
+    out.ops.back().modules |= module_bit(RecomputeModule::layernorm);
 }
 
 // Under SUMMA a norm's rows are split over the grid row's C ranks: the per-token statistics
@@ -355,7 +399,7 @@ void mha(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     const double full_act = d.tokens * d.h * d.e;
     enter_tp_region(out.comms, s, full_act, true);
     const double qkv_n = (d.heads + 2.0 * d.kv_heads) * d.d;
-    weight_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv, Split::column);
+    norm_reader_gemm(out, s, "qkv_proj", {d.tokens, qkv_n, d.h, 1}, d.tokens_sp * d.h * d.e, LoraTarget::linear_qkv, Split::column);
     if (m.position == PositionKind::rope) rope(out, d, (d.heads + d.kv_heads) * d.d);
     if (summa(s)) {
         // SUMMA leaves each rank the Q, K, V of its grid row's tokens for its column's heads: the
@@ -430,8 +474,8 @@ void mamba(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d
     const double chunks = d.tokens / q;
 
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e, true);
-    weight_gemm(out, s, "mamba_in_proj", {d.tokens, 2.0 * inner + bc + heads, d.h, 1}, d.tokens_sp * d.h * d.e,
-                LoraTarget::none, Split::column);
+    norm_reader_gemm(out, s, "mamba_in_proj", {d.tokens, 2.0 * inner + bc + heads, d.h, 1}, d.tokens_sp * d.h * d.e,
+                     LoraTarget::none, Split::column);
     const double conv_elems = d.tokens * conv;
     causal_conv(out, "mamba_conv1d", m, LayerKind::mamba, s, d, conv, a.conv_kernel);
     const double y = d.tokens * inner * d.e;
@@ -485,8 +529,8 @@ void gated_deltanet(LayerOps& out, const ModelSpec& m, const LayerShape& s, cons
     const double c = static_cast<double>(a.chunk);
 
     enter_tp_region(out.comms, s, d.tokens * d.h * d.e, true);
-    weight_gemm(out, s, "gdn_in_proj", {d.tokens, 2.0 * kd + 2.0 * vd + 2.0 * vh, d.h, 1}, d.tokens_sp * d.h * d.e,
-                LoraTarget::linear_qkv, Split::column);
+    norm_reader_gemm(out, s, "gdn_in_proj", {d.tokens, 2.0 * kd + 2.0 * vd + 2.0 * vh, d.h, 1}, d.tokens_sp * d.h * d.e,
+                     LoraTarget::linear_qkv, Split::column);
     causal_conv(out, "gdn_conv1d", m, LayerKind::linear, s, d, conv, a.conv_kernel);
     const double qk_bytes = d.tokens * kd * d.e, v_bytes = d.tokens * vd * d.e;  // q or k; v or the output
     if (s.decode) {
@@ -530,15 +574,27 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     const LoraTarget qkv = LoraTarget::linear_qkv;
 
     // Down projections on this rank's tokens; the KV one keeps the shared input for backward.
-    weight_gemm(out, s, "kv_down_proj", {d.tokens_sp, cache, d.h, 1}, in_saved, qkv);
+    // mla_up_proj recompute (Megatron's qkv_up_checkpoint) keeps the latents the two latent norms
+    // read and runs the norms, the up-projections and RoPE again: what the up-projections and the
+    // core saved (their inputs; Q, K and V) is dropped.
+    const auto up_proj = [&](ListEnds from) {
+        for (size_t i = from.ops; i < out.ops.size(); ++i) {
+            out.ops[i].modules |= module_bit(RecomputeModule::mla_up_proj);
+            out.ops[i].frees |= out.ops[i].kind == OpKind::gemm ? module_bit(RecomputeModule::mla_up_proj) : ModuleSet{0};
+        }
+    };
+    norm_reader_gemm(out, s, "kv_down_proj", {d.tokens_sp, cache, d.h, 1}, in_saved, qkv);
     norm(out, "kv_norm", m, d, kv_lat);
+    out.ops.back().modules |= module_bit(RecomputeModule::mla_up_proj);
     if (q_lat > 0) {
         weight_gemm(out, s, "q_down_proj", {d.tokens_sp, q_lat, d.h, 1}, 0.0, qkv);
         norm(out, "q_norm", m, d, q_lat);
+        out.ops.back().modules |= module_bit(RecomputeModule::mla_up_proj);
     }
     // Without a query latent the query projection is column-parallel on the hidden state itself.
     const double q_in = q_lat > 0 ? q_lat : d.h;
     enter_tp_region(out.comms, s, d.tokens * (q_in + cache) * d.e, true);
+    const ListEnds up = ends(out);
     weight_gemm(out, s, q_lat > 0 ? "q_up_proj" : "q_proj", {d.tokens, d.heads * qk, q_in, 1},
                 q_lat > 0 ? d.tokens_sp * q_lat * d.e : 0.0, qkv);
     if (s.decode) {
@@ -554,7 +610,11 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
         weight_gemm(out, s, "kv_up_proj", {d.tokens, d.heads * (nope + v), kv_lat, 1}, d.tokens_sp * kv_lat * d.e, qkv);
         out.ops.back().core_projection = true;
         rope(out, d, (d.heads + 1.0) * rope_dim);  // the query's RoPE part per head, one shared RoPE key
+        up_proj(up);
+        const size_t core = out.ops.size();
         cp_attention(out, m, s, d, {d.heads, d.heads, qk, v});
+        for (size_t i = core; i < out.ops.size(); ++i)
+            if (out.ops[i].attention_core) out.ops[i].frees |= module_bit(RecomputeModule::mla_up_proj);
     }
     weight_gemm(out, s, "attn_out_proj", {d.tokens, d.h, d.heads * v, 1}, d.tokens * d.heads * v * d.e,
                 LoraTarget::linear_proj);
@@ -590,10 +650,19 @@ void ffn(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, 
     const double h = width > 0 ? width : d.h;
     // Experts are no tensor-parallel region of their own (their tokens come gathered by the
     // dispatcher, cast whole) and SUMMA is refused for them (scenario.cpp).
+    // A dense or shared FFN reads the pre-norm's output; experts, the tokens dispatched to them.
     const Split up = experts ? Split::none : Split::column, down = experts ? Split::none : Split::row;
-    weight_gemm(out, s, names.up, {rows, act.halves * f, h, batch}, in_saved, LoraTarget::linear_fc1, up);
+    if (experts)
+        weight_gemm(out, s, names.up, {rows, act.halves * f, h, batch}, in_saved, LoraTarget::linear_fc1, up);
+    else
+        norm_reader_gemm(out, s, names.up, {rows, act.halves * f, h, batch}, in_saved, LoraTarget::linear_fc1, up);
     out.ops.push_back(elementwise_op(names.act, (act.halves + 1.0) * elems * d.e, act.halves * elems * d.e, 2.0, act.flop * elems));
+    // moe_act recompute runs the experts' activation again and drops its output, which the down
+    // projection saved.
+    if (experts) out.ops.back().modules |= module_bit(RecomputeModule::moe_act);
+    const size_t down_from = out.ops.size();
     weight_gemm(out, s, names.down, {rows, h, f, batch}, elems * d.e, LoraTarget::linear_fc2, down);
+    if (experts) output_dropped_by(out, down_from, elems * d.e, RecomputeModule::moe_act);
 }
 
 // Experts split narrower than the rest is tensor-parallel (etp < tp; whole at etp 1): in
@@ -650,7 +719,7 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
 
     // The router and the shared experts read the same input; it is kept once.
     const double routed_tokens = replicated ? d.tokens : own;
-    weight_gemm(out, s, "moe_router", {routed_tokens, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
+    norm_reader_gemm(out, s, "moe_router", {routed_tokens, experts, d.h, 1}, shared ? 0.0 : in_saved, LoraTarget::none);
     // Latent MoE: the routed path runs `width` wide, projected down from the hidden width first
     // (a GEMM every rank runs whole on the tokens it routes; it reads the router's input).
     const bool latent = m.moe.latent_size > 0;
@@ -727,10 +796,11 @@ void feed_forward(LayerOps& out, const ModelSpec& m, const LayerShape& s, const 
     // Back to the hidden width (backward needs the latent rows it read).
     if (latent) weight_gemm(out, s, "moe_latent_up", {routed_tokens, d.h, width, 1}, token_rows, LoraTarget::none);
     if (shared) {
-        const size_t first = out.ops.size();
+        const ListEnds first = ends(out);
         ffn(out, m, s, d, {"shared_up", "shared_act", "shared_down"}, d.tokens, 1,
             static_cast<double>(m.moe.shared_experts * m.moe.shared_expert_ffn_hidden) / tp, in_saved);
-        for (size_t i = first; i < out.ops.size(); ++i) out.ops[i].shared_expert = true;
+        for (size_t i = first.ops; i < out.ops.size(); ++i) out.ops[i].shared_expert = true;
+        inside(out, first, RecomputeModule::shared_experts, true);
     }
 }
 
@@ -768,9 +838,13 @@ namespace {
 void ffn_sublayer(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d, LayerKind ffn, double full_act) {
     const bool own_tokens = ffn == LayerKind::moe && s.sequence_parallel && s.tp > 1;
     const bool tp_region = !own_tokens || m.moe.shared_experts > 0;
+    const ListEnds from = ends(out);
     if (tp_region) enter_tp_region(out.comms, s, full_act, true);
     feed_forward(out, m, s, d, ffn);
     if (tp_region) leave_tp_region(out.comms, s, full_act);
+    // Megatron checkpoints a dense MLP (mlp) or a MoE layer, shared experts and dispatch included
+    // (moe), whole.
+    inside(out, from, ffn == LayerKind::moe ? RecomputeModule::moe : RecomputeModule::mlp, true);
 }
 
 // `out` emptied for refilling: every field at its default, the vectors' storage kept.
@@ -813,7 +887,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
 
     if (kind == LayerKind::mamba || kind == LayerKind::mlp || kind == LayerKind::attention || kind == LayerKind::experts) {
         // A hybrid model's single-purpose block: pre-norm, the one sub-layer, residual.
-        norm(out, "pre_norm", m, d, d.h);
+        pre_norm(out, "pre_norm", m, d);
         if (kind == LayerKind::mamba) {
             mamba(out, m, s, d);
         } else if (kind == LayerKind::attention) {
@@ -826,7 +900,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
         return;
     }
 
-    norm(out, "attn_norm", m, d, d.h);
+    pre_norm(out, "attn_norm", m, d);
     norm_stats(out, m, s, d);
     if (kind == LayerKind::linear)
         gated_deltanet(out, m, s, d);
@@ -837,7 +911,7 @@ void layer_ops(LayerOps& out, const ModelSpec& m, const LayerShape& s, LayerKind
     leave_tp_region(out.comms, s, full_act);
     residual(out, "attn_residual", m, d);
 
-    norm(out, "ffn_norm", m, d, d.h);
+    pre_norm(out, "ffn_norm", m, d);
     norm_stats(out, m, s, d);
     ffn_sublayer(out, m, s, d, m.ffn_kind(kind), full_act);
     residual(out, "ffn_residual", m, d);

@@ -38,7 +38,12 @@ struct Op {
     // but full; `core_saved_bytes` (the attention core's internals) only without recompute.
     double saved_bytes = 0;
     double core_saved_bytes = 0;
-    bool attention_core = false;  // re-run in backward under selective recompute
+    bool attention_core = false;  // re-run in backward under selective recompute (core_attn)
+    // The other recompute modules this op runs inside (parallel.recompute_modules: re-run when one
+    // is recomputed), and those whose recompute drops its `saved_bytes` (inside the module's
+    // checkpoint, or the output of a module that is not kept: the norm's, read by the next GEMM).
+    ModuleSet modules = 0;
+    ModuleSet frees = 0;
     bool decode_core = false;     // decode attention over K/V heads (efficiency.decode_attention picks its units)
     double decode_group = 1;      // query heads per K/V head of a decode core
     // An MLA projection whose form follows the attention core's: absorbed into the query and
@@ -84,6 +89,7 @@ struct CommOp {
     bool overlappable = false;  // can hide behind independent compute of the same pass
     double fanout = 1;          // dispatch: expert copies per token row (top_k); `bytes` holds the rows once
     bool cross_pass = false;    // overlappable behind the other pass's compute instead (a paired micro-batch's)
+    ModuleSet modules = 0;      // the recompute modules it runs inside: re-run with their forward
 };
 
 // How one layer is cut on one GPU for one micro-batch.

@@ -1,5 +1,7 @@
 #pragma once
+#include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +18,41 @@ constexpr std::string_view to_string(Recompute r) {
     }
     return "none";
 }
+
+// Megatron-Core's selective-recompute boundaries (TransformerConfig.recompute_modules), in its
+// spelling: the parts of a layer whose forward runs again in backward instead of keeping what
+// they saved (Megatron-Bridge docs/training/activation-recomputation.md: core_attn the attention
+// core; layernorm the input and pre-MLP norms' outputs; mla_up_proj MLA's Q/KV up-projections
+// and RoPE; mlp a dense MLP, whole; moe_act the routed experts' activation; moe the MoE layer,
+// whole, its dispatch included; shared_experts the shared-expert MLP). model/ops.cpp tags each op.
+enum class RecomputeModule : uint8_t { core_attn, layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts };
+inline constexpr std::array<std::string_view, 7> kRecomputeModuleNames = {"core_attn", "layernorm", "mla_up_proj", "mlp",
+                                                                          "moe_act",   "moe",       "shared_experts"};
+// A set of modules: bit i is RecomputeModule i.
+using ModuleSet = uint8_t;
+constexpr ModuleSet module_bit(RecomputeModule m) { return static_cast<ModuleSet>(1u << static_cast<unsigned>(m)); }
+inline constexpr ModuleSet kDefaultRecomputeModules = module_bit(RecomputeModule::core_attn);  // Megatron's default
+// The set's names in Megatron's order, `sep` between them.
+inline std::string module_names(ModuleSet set, std::string_view sep) {
+    std::string out;
+    for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
+        if ((set >> i) & 1u) out.append(out.empty() ? "" : sep).append(kRecomputeModuleNames[i]);
+    return out;
+}
+
+// What one layer runs again in backward: every op under full recompute; under selective the
+// ops inside `modules`, whose saved activations (but the modules' inputs) are dropped.
+struct RecomputePlan {
+    Recompute mode = Recompute::none;
+    ModuleSet modules = kDefaultRecomputeModules;
+    // A mode alone takes the default modules (selective: the attention core).
+    constexpr RecomputePlan(Recompute m) : mode(m) {}  // NOLINT(google-explicit-constructor)
+    constexpr RecomputePlan(Recompute m, ModuleSet s) : mode(m), modules(s) {}
+    // Whether an op inside `in` (its modules) runs again.
+    [[nodiscard]] constexpr bool reruns(ModuleSet in) const {
+        return mode == Recompute::full || (mode == Recompute::selective && (in & modules) != 0);
+    }
+};
 
 // What `parallel.offload` keeps in host memory instead of HBM (src/training/offload.hpp).
 enum class Offload : uint8_t { none, optimizer, activations, optimizer_and_activations };
@@ -113,6 +150,7 @@ struct ParallelConfig {
     int64_t microbatch = 1;
     int64_t zero = 0;
     Recompute recompute = Recompute::none;
+    ModuleSet recompute_modules = kDefaultRecomputeModules;  // what selective recompute re-runs; held by the search
     Offload offload = Offload::none;  // held fixed by the search
     PipelineSplit split = PipelineSplit::even;
     RankOrder order = RankOrder::tp_cp_dp;
@@ -135,5 +173,7 @@ struct ParallelConfig {
     [[nodiscard]] bool experts_have_own_replicas() const { return ep > 1 || expert_tp() != tp; }
     bool operator==(const ParallelConfig&) const = default;
 };
+
+constexpr RecomputePlan recompute_plan(const ParallelConfig& p) { return {p.recompute, p.recompute_modules}; }
 
 }  // namespace sm

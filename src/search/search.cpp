@@ -135,6 +135,7 @@ double static_memory_bytes(const TrainContext& c, const ParamCount& params, cons
                            const LayoutConstraints& f) {
     ParallelConfig p;
     p.offload = f.offload;
+    p.recompute_modules = f.recompute_modules;
     p.vp = v.vp;
     p.split = v.split;
     hold_split(p, f);
@@ -509,6 +510,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
     p.sequence_parallel = task.sp;
     p.cp_kind = task.cp_kind;
     p.offload = f.offload;
+    p.recompute_modules = f.recompute_modules;
     // By recompute mode, the tensor-array time per sample of the smallest micro-batch of this
     // family whose ops were built (0: none yet): no smaller micro-batch needs less per sample.
     std::array<double, 3> tensor_per_sample{};
@@ -548,7 +550,7 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                     ops_built = true;
                 }
                 if (!computed_here) {
-                    compute_layers(c, w.ops, rc, w.compute);
+                    compute_layers(c, w.ops, recompute_plan(p), w.compute);
                     computed_here = true;
                     compute_total_s = micro_batch_total_s(plan.params.layers, w.compute.costs);
                     tensor_per_sample[mode] = micro_batch_tensor_s(plan.params.layers, w.compute.costs) / static_cast<double>(mb);
@@ -624,6 +626,7 @@ bool in_space(const Plan& plan, const LayoutConstraints& f, int64_t global_batch
             q.sequence_parallel = t.sp;
             q.cp_kind = t.cp_kind;
             q.offload = f.offload;
+            q.recompute_modules = f.recompute_modules;
             q.microbatch = *mb;
             q.recompute = p.recompute;
             set_degrees(q, s);
@@ -719,6 +722,7 @@ LayoutConstraints constraints_from(const ParallelConfig& p, const std::set<std::
     if (held("order")) f.order = p.order;
     if (held("cp_kind")) f.cp_kind = p.cp_kind;
     f.offload = p.offload;  // held, given or not: searching it would multiply the space by 4
+    f.recompute_modules = p.recompute_modules;  // held: what selective recompute means
     if (held("pipeline_split")) f.split = p.split;
     if (held("pipeline_layout")) {
         f.split = PipelineSplit::layout;

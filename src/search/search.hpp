@@ -42,6 +42,7 @@ struct LayoutConstraints {
     std::optional<RankOrder> order;
     std::optional<CpKind> cp_kind;
     Offload offload = Offload::none;  // always held (default none)
+    ModuleSet recompute_modules = kDefaultRecomputeModules;  // always held: what selective recompute re-runs
     // What a framework ships (search --framework, search/frameworks.hpp): the ZeRO stages (bit z)
     // and the context-parallel kinds (bit of the CpKind, at cp > 1) it has; all by default.
     unsigned zero_stages = 0xF;

@@ -16,11 +16,12 @@ void cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx
     for (const Op& op : ops.ops) out.push_back(cost_op(op, sys, ctx));
 }
 
-BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute) {
+BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, RecomputePlan recompute) {
     return cost_block_compute(ops, cost_ops(ops, sys, ctx), recompute);
 }
 
-BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute) {
+BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, RecomputePlan recompute) {
+    constexpr ModuleSet core_attn = module_bit(RecomputeModule::core_attn);
     BlockCompute out;
     BlockCost& b = out.cost;
     for (size_t i = 0; i < ops.ops.size(); ++i) {
@@ -34,8 +35,10 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
         // weight's gradient, or the gradient of data (a ViT's pixels), is work the step does not need.
         b.model_flop += (1.0 + (op.frozen ? 0.0 : 1.0) + (op.input_grad ? 1.0 : 0.0)) * c.fwd_model_flop;
         b.saved_bytes += op.saved_bytes + op.core_saved_bytes;
-        b.core_saved_bytes += op.core_saved_bytes;
-        const bool rerun = recompute == Recompute::full || (recompute == Recompute::selective && op.attention_core);
+        // The attention core's internals go with core_attn; a tensor its modules recompute, with them.
+        b.selective_freed_bytes += ((recompute.modules & core_attn) != 0 ? op.core_saved_bytes : 0.0) +
+                                   ((recompute.modules & op.frees) != 0 ? op.saved_bytes : 0.0);
+        const bool rerun = recompute.reruns(op.modules | (op.attention_core ? core_attn : ModuleSet{0}));
         if (rerun) {
             b.recompute_s += c.fwd_s;
             b.recompute_flop += c.fwd_flop;
@@ -73,7 +76,7 @@ void cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const C
 }
 
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
-                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap) {
+                     const SystemSpec& sys, const CommSpans& spans, RecomputePlan recompute, double tp_overlap) {
     BlockCost b = compute.cost;
     const double attn_fwd_s = compute.attn_fwd_s, attn_bwd_s = compute.attn_bwd_s;
 
@@ -93,7 +96,8 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         const CommOp& c = comms[i];
         const CollectiveCost& k = costs[i];
         const double one = k.time_s * c.count;
-        const double reps = (recompute == Recompute::full && c.pass == Pass::fwd) ? 2.0 : 1.0;
+        // Full recompute runs every forward collective again, a module's recompute those inside it.
+        const double reps = (c.pass == Pass::fwd && recompute.reruns(c.modules)) ? 2.0 : 1.0;
         b.work.scale_up_bytes += k.scale_up_bytes * c.count * reps;
         b.work.scale_out_bytes += k.scale_out_bytes * c.count * reps;
         const size_t g = idx(c.group);
@@ -107,7 +111,7 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
             (c.pass == Pass::fwd ? exposed_fwd : exposed_bwd) += one * reps * (1.0 - hide);
         }
     }
-    const double fwd_reps = recompute == Recompute::full ? 2.0 : 1.0;  // the recompute's forward hides too
+    const double fwd_reps = recompute.mode == Recompute::full ? 2.0 : 1.0;  // the recompute's forward hides too
     // SUMMA pipelines its panel broadcasts and reductions with the panel GEMMs of the same pass
     // (both grid directions at once): its traffic hides behind the pass's compute outside the
     // attention core (the GEMMs and the element-wise work between them).
@@ -146,7 +150,7 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
 }
 
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap) {
+                     const CommSpans& spans, RecomputePlan recompute, double tp_overlap) {
     return with_comms(cost_block_compute(ops, sys, ctx, recompute), ops.comms, cost_comms(ops.comms, sys, spans), sys, spans,
                       recompute, tp_overlap);
 }

@@ -18,7 +18,7 @@ struct BlockCost {
     std::array<double, kGroups> comm_exposed_s{};    // part not hidden behind compute
     double fwd_wall_s = 0, bwd_wall_s = 0;           // each pass with its exposed communication
     double saved_bytes = 0;       // activations kept for backward (no recompute)
-    double core_saved_bytes = 0;  // of which dropped by selective recompute
+    double selective_freed_bytes = 0;  // of which dropped by selective recompute (its modules)
     double input_bytes = 0;       // the block's input: all that full recompute keeps
     double transient_bytes = 0;   // held only while the block runs (LayerOps); the largest, not summed
     Work work;                    // what the energy model charges: passes, recompute and collectives
@@ -36,7 +36,7 @@ struct BlockCost {
         fwd_wall_s += n * o.fwd_wall_s;
         bwd_wall_s += n * o.bwd_wall_s;
         saved_bytes += n * o.saved_bytes;
-        core_saved_bytes += n * o.core_saved_bytes;
+        selective_freed_bytes += n * o.selective_freed_bytes;
         input_bytes += n * o.input_bytes;
         transient_bytes = std::max(transient_bytes, o.transient_bytes);
         work.add(o.work, n);
@@ -55,7 +55,7 @@ struct BlockCost {
     [[nodiscard]] double activation_bytes(Recompute r) const {
         switch (r) {
             case Recompute::none: return saved_bytes;
-            case Recompute::selective: return saved_bytes - core_saved_bytes;
+            case Recompute::selective: return saved_bytes - selective_freed_bytes;
             case Recompute::full: return input_bytes;
         }
         return saved_bytes;
@@ -71,13 +71,14 @@ struct BlockCompute {
     double attn_fwd_s = 0, attn_bwd_s = 0;  // attention and batched GEMMs, each pass
     double shared_fwd_s = 0, shared_bwd_s = 0;  // shared experts, each pass
 };
-BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, Recompute recompute);
+BlockCompute cost_block_compute(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, RecomputePlan recompute);
 // Every op of a block through cost_op: the same under every recompute mode.
 std::vector<OpCost> cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx);
 // The same into `out`, whose storage is kept.
 void cost_ops(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx, std::vector<OpCost>& out);
-// The block's compute from its ops' costs (`costs[i]` of `ops.ops[i]`) under one recompute mode.
-BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, Recompute recompute);
+// The block's compute from its ops' costs (`costs[i]` of `ops.ops[i]`) under one recompute mode;
+// what selective recompute would drop follows the plan's modules, whatever its mode.
+BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& costs, RecomputePlan recompute);
 // Each collective of a block over `spans`, once: the same under every recompute mode.
 std::vector<CollectiveCost> cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const CommSpans& spans);
 // The same into `out`, whose storage is kept.
@@ -86,10 +87,10 @@ void cost_comms(const std::vector<CommOp>& comms, const SystemSpec& sys, const C
 // (cost_comms), which the recompute mode repeats or hides. A hideable expert-parallel all-to-all
 // hides behind the shared experts of its pass (training.moe_shared_expert_overlap).
 BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& comms, const std::vector<CollectiveCost>& costs,
-                     const SystemSpec& sys, const CommSpans& spans, Recompute recompute, double tp_overlap);
+                     const SystemSpec& sys, const CommSpans& spans, RecomputePlan recompute, double tp_overlap);
 // Cost a block: every op through cost_op, every collective through collective_time_s.
 // `tp_overlap` is the fraction of blocking TP traffic hidden by comm-GEMM overlap.
 BlockCost cost_block(const LayerOps& ops, const SystemSpec& sys, const CostContext& ctx,
-                     const CommSpans& spans, Recompute recompute, double tp_overlap);
+                     const CommSpans& spans, RecomputePlan recompute, double tp_overlap);
 
 }  // namespace sm

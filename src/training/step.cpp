@@ -82,10 +82,10 @@ StageRates stage_rates(const TrainContext& c, const ParamCount& pc, const Parall
         r.fwd_window_s[i] = b.fwd_wall_s;
         r.bwd_window_s[i] = b.bwd_wall_s + b.recompute_s;
         // The layer in backward holds what recompute rebuilt: a whole layer (beyond its stored
-        // input) under full recompute, the attention core under selective.
+        // input) under full recompute, its recomputed modules' activations under selective.
         // Plus what the block holds only while it runs.
         r.working_bytes[i] = (p.recompute == Recompute::full        ? b.saved_bytes - b.input_bytes
-                              : p.recompute == Recompute::selective ? b.core_saved_bytes
+                              : p.recompute == Recompute::selective ? b.selective_freed_bytes
                                                                     : 0.0) +
                              b.transient_bytes;
     }
@@ -492,13 +492,13 @@ void layer_op_set(const TrainContext& c, const ParallelConfig& p, LayerOpSet& ou
     cost_ops(out.head, c.system, ctx, out.head_costs);
 }
 
-LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute) {
+LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, RecomputePlan recompute) {
     LayerCompute out;
     compute_layers(c, ops, recompute, out);
     return out;
 }
 
-void compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute, LayerCompute& out) {
+void compute_layers(const TrainContext& c, const LayerOpSet& ops, RecomputePlan recompute, LayerCompute& out) {
     out.ops = &ops;
     for (const LayerKind k : layer_kinds(c.model)) {
         out.layer[idx(k)] = cost_block_compute(ops.layer[idx(k)], ops.layer_costs[idx(k)], recompute);
@@ -540,7 +540,7 @@ void layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans&
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     const LayerSpans l = place_layer_groups(p, c.system);
     const LayerOpSet ops = layer_op_set(c, p);
-    return cost_layers(c, p, l, compute_layers(c, ops, p.recompute), layer_comms(c, ops, l));
+    return cost_layers(c, p, l, compute_layers(c, ops, recompute_plan(p)), layer_comms(c, ops, l));
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute,
@@ -557,7 +557,7 @@ void cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpan
     const LayerOpSet& ops = *compute.ops;
     for (const LayerKind k : layer_kinds(c.model))
         out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans,
-                                       p.recompute, ov);
+                                       recompute_plan(p), ov);
     out.embedding = with_comms(compute.embedding, ops.embedding.comms, comms.embedding, c.system, spans, Recompute::none, ov);
     out.head = with_comms(compute.head, ops.head.comms, comms.head, c.system, spans, Recompute::none, ov);
 }

@@ -158,10 +158,10 @@ struct LayerCompute {
     BlockCompute embedding, head;
     LayerCosts costs;  // the compute alone, block by block
 };
-LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute);
+LayerCompute compute_layers(const TrainContext& c, const LayerOpSet& ops, RecomputePlan recompute);
 // The same into `out`: the kinds the model holds and the ends are written, the rest left as they
 // are (the search refills one per worker, never zeroing the kinds it lacks again).
-void compute_layers(const TrainContext& c, const LayerOpSet& ops, Recompute recompute, LayerCompute& out);
+void compute_layers(const TrainContext& c, const LayerOpSet& ops, RecomputePlan recompute, LayerCompute& out);
 // A layer key's collectives on one placement of its groups, each costed once: the same under
 // every recompute mode, so the search costs them once per placement for all modes.
 struct LayerComms {
