@@ -402,6 +402,10 @@ bad "--memory-headroom" serve-search --model llama3-8b --system dgx-h100 --gpus 
 bad "parallel.tp_rows: got 2" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron --set parallel.tp_rows=2
 bad "parallel.vp: got 2" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework deepspeed --set parallel.vp=2
 WANT='--tensor-model-parallel-size' good search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron --emit megatron
+WANT='--recompute-modules layernorm mlp' good search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework megatron \
+    --set parallel.recompute=selective --set parallel.recompute_modules=mlp,layernorm --emit megatron
+bad "parallel.recompute_modules" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --framework torchtitan \
+    --set parallel.recompute_modules=mlp
 WANT='[parallelism]' good train --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit torchtitan
 WANT='--max-num-seqs' good serve-search --model llama3.1-8b --system dgx-h100 --gpus 8 --emit vllm
 bad "--emit" search --model llama3-8b --system dgx-h100 --gpus 16 --batch-tokens 131072 --emit vllm

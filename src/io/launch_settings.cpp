@@ -57,8 +57,7 @@ std::optional<InputError> unshipped(const ParallelConfig& p, std::string_view ta
     if (!fw.ships_zero(p.zero, p.pp))
         return refused(target, p.pp > 1 ? fmt::format("ZeRO {} with pipeline parallelism {}", p.zero, p.pp) : fmt::format("ZeRO {}", p.zero),
                        fmt::format("ZeRO {}{}", fw.zero_note, search));
-    const bool megatron_core = target == "megatron" || target == "nemo";
-    if (!megatron_core && p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules)
+    if (p.recompute == Recompute::selective && !fw.ships_recompute_modules(p.recompute_modules))
         return refused(target, fmt::format("selective recompute of {}", module_names(p.recompute_modules, ", ")),
                        "the attention core alone: Megatron-Core's recompute_modules are megatron's and nemo's");
     if (!fw.ships_cp(p.cp, p.cp_kind)) {
