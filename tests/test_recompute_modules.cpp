@@ -210,8 +210,14 @@ TEST(RecomputeModules, ScenarioReadsTheModules) {
     auto dflt = testing::load(kMoeBase, {"parallel.recompute=selective"});
     ASSERT_TRUE(dflt.ok());
     EXPECT_EQ(dflt.value().parallel.recompute_modules, module_bit(RecomputeModule::core_attn));
-    // The mode left to the search: the modules are what its selective mode means.
-    EXPECT_TRUE(testing::load(kMoeBase, {"parallel.recompute_modules=moe"}, Purpose::search).ok());
+    // Modules without a mode mean selective (Megatron-Bridge's override); the search still
+    // searches the mode, and the modules are what its selective mode means.
+    auto implied = testing::load(kMoeBase, {"parallel.recompute_modules=moe"});
+    ASSERT_TRUE(implied.ok()) << implied.error().message();
+    EXPECT_EQ(implied.value().parallel.recompute, Recompute::selective);
+    auto searched = testing::load(kMoeBase, {"parallel.recompute_modules=moe"}, Purpose::search);
+    ASSERT_TRUE(searched.ok()) << searched.error().message();
+    EXPECT_EQ(searched.value().parallel_given.count("recompute"), 0u);
 }
 
 InputError error_of(const std::vector<std::string>& sets) {

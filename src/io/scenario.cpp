@@ -601,7 +601,10 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
             p.recompute_modules |= static_cast<ModuleSet>(1u << (std::find(all.begin(), all.end(), name) - all.begin()));
         if (r.has("recompute") && p.recompute != Recompute::selective)
             fail(r.path_of("recompute_modules"), "a value beside recompute \"" + rc + "\"",
-                 "only with parallel.recompute \"selective\" (or the recompute mode left to the search)");
+                 "only with parallel.recompute \"selective\" (or the recompute mode left out)");
+        // Modules without a mode mean selective, as Megatron-Bridge's recompute override sets it
+        // (the search still searches the mode: "recompute" is not among the given fields).
+        p.recompute = Recompute::selective;
     }
     const std::string off = r.choice("offload", "none", {"none", "optimizer", "activations", "optimizer+activations"});
     for (Offload o : {Offload::optimizer, Offload::activations, Offload::optimizer_and_activations})
@@ -668,7 +671,6 @@ DisaggDeployment read_disaggregated(ObjectReader r, const ModelSpec& m) {
 // their overlap (they hide the dispatch). Megatron-Bridge docs/training/activation-recomputation.md.
 void check_recompute_modules(const Scenario& s) {
     const ModuleSet mods = s.parallel.recompute_modules;
-    if (s.parallel.recompute == Recompute::none && s.parallel_given.count("recompute")) return;
     if ((mods & module_bit(RecomputeModule::moe)) != 0 && s.model.moe.enabled() && s.training.moe_a2a_overlap)
         fail("parallel.recompute_modules", "\"moe\" beside training.moe_a2a_overlap true",
              "modules without \"moe\", or training.moe_a2a_overlap false: the A2A overlap cannot recompute the MoE layer whole");
