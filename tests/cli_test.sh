@@ -165,6 +165,8 @@ bad "parallel.recompute_modules" train "$base" --set parallel.recompute=full --s
 bad "parallel.recompute_modules" train "$base" --set model.preset=mixtral-8x7b --set parallel.recompute_modules=moe \
     --set training.moe_a2a_overlap=true
 WANT='recompute selective (layernorm, mlp)' good train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mlp,layernorm
+WANT='recompute full (the first 1 layer of each chunk)' good train "$base" --set parallel.recompute=full --set parallel.recompute_layers=1
+bad "parallel.recompute_layers" train "$base" --set parallel.recompute=selective --set parallel.recompute_layers=1
 WANT='"recompute_modules": [' good train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mlp --format json
 # Megatron-Core's pipeline layout strings and the shared-expert overlap switch (session 14).
 big="$H/../../examples/gpt3-175b-1024xh100.json"

@@ -8,8 +8,10 @@
 
 #include "io/launch_settings.hpp"
 #include "model/ops.hpp"
+#include "parallel/pipeline_split.hpp"
 #include "test_helpers.hpp"
 #include "training/block_cost.hpp"
+#include "training/step.hpp"
 
 namespace sm {
 namespace {
@@ -94,6 +96,68 @@ TEST(RecomputeModules, EachModuleRerunsItsOpsAndDropsWhatTheyFree) {
     EXPECT_NEAR(full.recompute_s, 10 * ms, 1e-15);
     EXPECT_NEAR(full.comm_link_s[idx(CommGroup::ep)], 1.5 * ms, 1e-12);
     EXPECT_DOUBLE_EQ(full.activation_bytes(Recompute::full), 100);
+}
+
+// Megatron's block method: full recompute of half the layers re-runs half of each op (5 ms of
+// 10), half of the forward dispatch (0.25 ms more on the wire), and the other half of the layers
+// keep all they saved: 100 + 0.5 x (750 - 100) bytes per layer.
+TEST(RecomputeModules, PartialFullRecomputeIsItsShareOfFull) {
+    const BlockCost half = hand_cost({Recompute::full, kDefaultRecomputeModules, 0.5});
+    EXPECT_NEAR(half.recompute_s, 5 * ms, 1e-15);
+    EXPECT_NEAR(half.comm_link_s[idx(CommGroup::ep)], 1.25 * ms, 1e-12);
+    EXPECT_DOUBLE_EQ(half.activation_bytes(Recompute::full), 425);
+    EXPECT_DOUBLE_EQ(hand_cost(Recompute::full).activation_bytes(Recompute::full), 100);
+}
+
+// The share of the pipeline's layers the first N of each chunk are: 32 layers over pp 4 x vp 2
+// are chunks of 4, so N = 1 re-runs a quarter, 3 three quarters, 5 (more than a chunk) all; a
+// first/last split of 30 over pp 4 (2, 12, 12, 4) re-runs 2 + 3 + 3 + 3 = 11 of 30 at N = 3.
+TEST(RecomputeModules, RecomputeLayersShareByClosedForm) {
+    ParallelConfig p;
+    p.pp = 4;
+    p.vp = 2;
+    p.recompute = Recompute::full;
+    for (const auto& [n, share] : {std::pair{0, 1.0}, {1, 0.25}, {3, 0.75}, {5, 1.0}}) {
+        p.recompute_layers = n;
+        EXPECT_DOUBLE_EQ(recompute_plan(p, 32).full_share, share) << n;
+    }
+    p.vp = 1;
+    p.split = PipelineSplit::first_last;
+    p.first_stage_layers = 2;
+    p.last_stage_layers = 4;
+    p.recompute_layers = 3;
+    EXPECT_DOUBLE_EQ(recompute_plan(p, 30).full_share, 11.0 / 30.0);
+    // Under selective the layer count is not read.
+    p.recompute = Recompute::selective;
+    EXPECT_DOUBLE_EQ(recompute_plan(p, 30).full_share, 1.0);
+}
+
+// Re-running more layers per chunk never shortens the step nor grows the memory; as many as a
+// chunk holds is full recompute. Llama 3 8B (32 layers) on pp 4 x vp 2: chunks of 4.
+TEST(RecomputeModules, MoreRecomputedLayersNeverFasterNorBigger) {
+    auto s = testing::load(R"({"model": {"preset": "llama3-8b"}, "system": {"preset": "dgx-h100"},
+                               "parallel": {"tp": 2, "pp": 4, "vp": 2, "dp": 1, "recompute": "full"}, "training": {"global_batch": 16}})",
+                           {});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const TrainContext c{s.value().model, s.value().system, s.value().training};
+    ParallelConfig p = s.value().parallel;
+    const TrainResult full = evaluate_training(c, p);
+    p.recompute = Recompute::none;
+    const TrainResult none = evaluate_training(c, p);
+    p.recompute = Recompute::full;
+    double step = none.step_time_s, peak = none.memory.peak_bytes_per_gpu * (1 + 1e-12);
+    for (int64_t n = 1; n <= 4; ++n) {
+        p.recompute_layers = n;
+        const TrainResult r = evaluate_training(c, p);
+        EXPECT_GE(r.step_time_s, step * (1 - 1e-12)) << n;
+        EXPECT_LE(r.memory.peak_bytes_per_gpu, peak) << n;
+        step = r.step_time_s;
+        peak = r.memory.peak_bytes_per_gpu * (1 + 1e-12);
+    }
+    EXPECT_DOUBLE_EQ(step, full.step_time_s);
+    EXPECT_DOUBLE_EQ(peak / (1 + 1e-12), full.memory.peak_bytes_per_gpu);
+    p.recompute_layers = 2;  // half the layers: half full's recompute
+    EXPECT_NEAR(evaluate_training(c, p).breakdown.recompute_s, 0.5 * full.breakdown.recompute_s, 1e-12);
 }
 
 LayerShape shape(double b, double s, int64_t tp, bool sp) {
@@ -247,6 +311,24 @@ std::string launch(const std::vector<std::string>& sets, const char* target) {
     EXPECT_TRUE(s.ok());
     const Expected<std::string> t = training_launch(s.value(), s.value().parallel, target);
     return t.ok() ? t.value() : "refused: " + t.error().message();
+}
+
+TEST(RecomputeModules, RecomputeLayersReadAndRefused) {
+    auto ok = testing::load(kMoeBase, {"parallel.recompute=full", "parallel.recompute_layers=2"});
+    ASSERT_TRUE(ok.ok()) << ok.error().message();
+    EXPECT_EQ(ok.value().parallel.recompute_layers, 2);
+    EXPECT_EQ(error_of({"parallel.recompute=selective", "parallel.recompute_layers=2"}).path, "parallel.recompute_layers");
+    EXPECT_EQ(error_of({"parallel.recompute_layers=2"}).path, "parallel.recompute_layers");  // none by default
+    EXPECT_EQ(error_of({"parallel.recompute=full", "parallel.recompute_layers=-1"}).path, "parallel.recompute_layers");
+    auto searched = testing::load(kMoeBase, {"parallel.recompute=full", "parallel.recompute_layers=2"}, Purpose::search);
+    ASSERT_FALSE(searched.ok());
+    EXPECT_EQ(searched.error().path, "parallel.recompute_layers");
+    const std::vector<std::string> block = {"parallel.recompute=full", "parallel.recompute_layers=2"};
+    EXPECT_NE(launch(block, "megatron").find("--recompute-method block \\\n  --recompute-num-layers 2"), std::string::npos)
+        << launch(block, "megatron");
+    EXPECT_NE(launch(block, "nemo").find("model.config.recompute_method=\"block\", model.config.recompute_num_layers=2"),
+              std::string::npos);
+    EXPECT_EQ(launch(block, "deepspeed").rfind("refused: --emit", 0), 0u);
 }
 
 TEST(RecomputeModules, LaunchSettingsNameTheModules) {

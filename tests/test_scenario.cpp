@@ -345,7 +345,8 @@ TEST(Scenario, EveryParallelFieldIsBounded) {
         {"tp", {1, degree}},         {"tp_rows", {1, degree}},    {"pp", {1, degree}},
         {"dp", {1, degree}},         {"cp", {1, degree}},         {"ep", {1, degree}},
         {"etp", {1, degree}},        {"vp", {1, 1024}},           {"microbatch", {1, degree}},
-        {"zero", {0, 3}},            {"first_stage_layers", {0, 100000}}, {"last_stage_layers", {0, 100000}}};
+        {"zero", {0, 3}},            {"first_stage_layers", {0, 100000}}, {"last_stage_layers", {0, 100000}},
+        {"recompute_layers", {0, 100000}}};
     ASSERT_EQ(parallel_fields().size(), ranges.size());
     for (const SpecField<ParallelConfig>& f : parallel_fields()) {
         const auto r = ranges.at(f.key);

@@ -242,6 +242,8 @@ constexpr std::array kParallel{
     PF{"vp", nullptr, &ParallelConfig::vp, 1, 1024, "chunks", "interleaved virtual stages per GPU (needs pp > 1)"},
     PF{"microbatch", nullptr, &ParallelConfig::microbatch, 1, kMaxDegree, "sequences", "sequences per micro-batch"},
     PF{"zero", nullptr, &ParallelConfig::zero, 0, 3, "stage", "ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also weights"},
+    PF{"recompute_layers", nullptr, &ParallelConfig::recompute_layers, 0, 100000, "layers",
+       "with recompute full: the first this many layers of each pipeline chunk re-run, the rest kept whole (Megatron's recompute_method block, recompute_num_layers; 0: every layer)"},
     PF{"first_stage_layers", nullptr, &ParallelConfig::first_stage_layers, 0, 100000, "layers",
        "blocks on the first pipeline stage (0: an even share; Megatron's decoder_first_pipeline_num_layers)"},
     PF{"last_stage_layers", nullptr, &ParallelConfig::last_stage_layers, 0, 100000, "layers",

@@ -57,6 +57,9 @@ std::optional<InputError> unshipped(const ParallelConfig& p, std::string_view ta
     if (!fw.ships_zero(p.zero, p.pp))
         return refused(target, p.pp > 1 ? fmt::format("ZeRO {} with pipeline parallelism {}", p.zero, p.pp) : fmt::format("ZeRO {}", p.zero),
                        fmt::format("ZeRO {}{}", fw.zero_note, search));
+    if (p.recompute == Recompute::full && !fw.ships_recompute_layers(p.recompute_layers))
+        return refused(target, fmt::format("full recompute of {} layers per chunk", p.recompute_layers),
+                       "every layer: Megatron-Core's block method is megatron's and nemo's");
     if (p.recompute == Recompute::selective && !fw.ships_recompute_modules(p.recompute_modules))
         return refused(target, fmt::format("selective recompute of {}", module_names(p.recompute_modules, ", ")),
                        "the attention core alone: Megatron-Core's recompute_modules are megatron's and nemo's");
@@ -110,8 +113,8 @@ Expected<std::string> megatron(const Scenario& s, const ParallelConfig& p) {
     }
     if (p.recompute == Recompute::full) {
         a.push_back({"--recompute-granularity", "full"});
-        a.push_back({"--recompute-method", "uniform"});
-        a.push_back({"--recompute-num-layers", "1"});
+        a.push_back({"--recompute-method", p.recompute_layers > 0 ? "block" : "uniform"});
+        a.push_back({"--recompute-num-layers", std::to_string(p.recompute_layers > 0 ? p.recompute_layers : 1)});
     }
     const Precision prec = s.training.precision;
     a.push_back({prec == Precision::fp16 ? "--fp16" : "--bf16", ""});
@@ -158,7 +161,10 @@ Expected<std::string> nemo(const Scenario& s, const ParallelConfig& p) {
     if (p.recompute != Recompute::none) more.push_back(fmt::format("model.config.recompute_granularity=\"{}\"", to_string(p.recompute)));
     if (p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules)
         more.push_back(fmt::format("model.config.recompute_modules=[\"{}\"]", module_names(p.recompute_modules, "\", \"")));
-    if (p.recompute == Recompute::full) more.emplace_back("model.config.recompute_method=\"uniform\", model.config.recompute_num_layers=1");
+    if (p.recompute == Recompute::full)
+        more.push_back(p.recompute_layers > 0
+                           ? fmt::format("model.config.recompute_method=\"block\", model.config.recompute_num_layers={}", p.recompute_layers)
+                           : "model.config.recompute_method=\"uniform\", model.config.recompute_num_layers=1");
     if (s.model.moe.enabled() && s.training.moe_a2a_overlap)
         more.emplace_back("comm_overlap.overlap_moe_expert_parallel_comm=True, comm_overlap.delay_wgrad_compute=True");
     more.push_back(fmt::format("optim.config.use_distributed_optimizer={}", p.zero >= 1 ? "True" : "False"));

@@ -64,6 +64,7 @@ Json parallel_json(const ParallelConfig& p) {
             if ((p.recompute_modules >> i) & 1u) mods.push_back(kRecomputeModuleNames[i]);
         j["recompute_modules"] = std::move(mods);
     }
+    if (p.recompute == Recompute::full && p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
     if (p.split == PipelineSplit::first_last) {
         j["first_stage_layers"] = p.first_stage_layers;
         j["last_stage_layers"] = p.last_stage_layers;
@@ -194,6 +195,8 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
                      p.zero,
                      p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules
                          ? fmt::format("selective ({})", module_names(p.recompute_modules, ", "))
+                     : p.recompute == Recompute::full && p.recompute_layers > 0
+                         ? fmt::format("full (the first {} layer{} of each chunk)", p.recompute_layers, p.recompute_layers == 1 ? "" : "s")
                          : std::string(to_string(p.recompute)),
                      to_string(s.training.precision));
     if (p.summa())

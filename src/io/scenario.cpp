@@ -577,7 +577,7 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
 
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     static const char* const keys[] = {"tp", "tp_rows", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero",
-                                       "recompute", "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind",
+                                       "recompute", "recompute_layers", "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind",
                                        "pipeline_layout"};
     for (const char* k : keys)
         if (r.has(k)) given.insert(k);
@@ -606,6 +606,9 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
         // (the search still searches the mode: "recompute" is not among the given fields).
         p.recompute = Recompute::selective;
     }
+    if (p.recompute_layers > 0 && p.recompute != Recompute::full)
+        fail(r.path_of("recompute_layers"), std::to_string(p.recompute_layers),
+             "0 or left out unless parallel.recompute is \"full\": it counts the layers full recompute re-runs per chunk");
     const std::string off = r.choice("offload", "none", {"none", "optimizer", "activations", "optimizer+activations"});
     for (Offload o : {Offload::optimizer, Offload::activations, Offload::optimizer_and_activations})
         if (off == to_string(o)) p.offload = o;
@@ -895,6 +898,9 @@ Expected<Scenario> build_scenario(const Json& input, Purpose purpose) {
             }
         if (purpose == Purpose::search) {
             report_first(check_trainable(s.model, s.system, s.training, s.parallel.cp));
+            if (s.parallel_given.count("recompute_layers"))
+                fail("parallel.recompute_layers", std::to_string(s.parallel.recompute_layers),
+                     "not searched: the search re-runs every layer under full recompute; give it to `train`");
             if (s.parallel_given.count("etp"))
                 fail("parallel.etp", std::to_string(s.parallel.etp), "not searched: the search keeps experts tensor-parallel (etp = tp); give it to `train`");
         }

@@ -40,17 +40,20 @@ inline std::string module_names(ModuleSet set, std::string_view sep) {
     return out;
 }
 
-// What one layer runs again in backward: every op under full recompute; under selective the
-// ops inside `modules`, whose saved activations (but the modules' inputs) are dropped.
+// What one layer runs again in backward: every op under full recompute (of `full_share` of the
+// layers: Megatron's block method re-runs the first few of each chunk and keeps the others'
+// activations); under selective the ops inside `modules`, whose saved activations (but the
+// modules' inputs) are dropped.
 struct RecomputePlan {
     Recompute mode = Recompute::none;
     ModuleSet modules = kDefaultRecomputeModules;
-    // A mode alone takes the default modules (selective: the attention core).
+    double full_share = 1;
+    // A mode alone takes the default modules (selective: the attention core) and every layer.
     constexpr RecomputePlan(Recompute m) : mode(m) {}  // NOLINT(google-explicit-constructor)
-    constexpr RecomputePlan(Recompute m, ModuleSet s) : mode(m), modules(s) {}
-    // Whether an op inside `in` (its modules) runs again.
-    [[nodiscard]] constexpr bool reruns(ModuleSet in) const {
-        return mode == Recompute::full || (mode == Recompute::selective && (in & modules) != 0);
+    constexpr RecomputePlan(Recompute m, ModuleSet s, double share = 1) : mode(m), modules(s), full_share(share) {}
+    // How often, per layer, an op inside `in` (its modules) runs again: a layer's share under full.
+    [[nodiscard]] constexpr double rerun_share(ModuleSet in) const {
+        return mode == Recompute::full ? full_share : (mode == Recompute::selective && (in & modules) != 0) ? 1.0 : 0.0;
     }
 };
 
@@ -151,6 +154,9 @@ struct ParallelConfig {
     int64_t zero = 0;
     Recompute recompute = Recompute::none;
     ModuleSet recompute_modules = kDefaultRecomputeModules;  // what selective recompute re-runs; held by the search
+    // Full recompute of the first this many layers of each pipeline chunk, the others kept whole
+    // (Megatron's recompute_method block, recompute_num_layers); 0: every layer. Not searched.
+    int64_t recompute_layers = 0;
     Offload offload = Offload::none;  // held fixed by the search
     PipelineSplit split = PipelineSplit::even;
     RankOrder order = RankOrder::tp_cp_dp;
@@ -174,6 +180,5 @@ struct ParallelConfig {
     bool operator==(const ParallelConfig&) const = default;
 };
 
-constexpr RecomputePlan recompute_plan(const ParallelConfig& p) { return {p.recompute, p.recompute_modules}; }
 
 }  // namespace sm

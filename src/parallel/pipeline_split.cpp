@@ -48,6 +48,18 @@ int64_t StageSplit::gpu_layers(int64_t g) const {
     return vp * gpu_chunk(g) - (embedding_slot && g == 0 ? 1 : 0) - ((loss_slot ? 1 : 0) + short_last) * (g == pp - 1 ? 1 : 0);
 }
 
+RecomputePlan recompute_plan(const ParallelConfig& p, int64_t layers) {
+    if (p.recompute != Recompute::full || p.recompute_layers <= 0) return {p.recompute, p.recompute_modules};
+    const SplitOutcome cut = split_layers(layers, p);
+    if (!cut.ok()) return {p.recompute, p.recompute_modules};  // refused by the rules before it is costed
+    int64_t rerun = 0, total = 0;
+    for (int64_t j = 0; j < cut.split.chunks(); ++j) {
+        rerun += std::min(p.recompute_layers, cut.split.chunk_layers(j));
+        total += cut.split.chunk_layers(j);
+    }
+    return {p.recompute, p.recompute_modules, total > 0 ? static_cast<double>(rerun) / static_cast<double>(total) : 1.0};
+}
+
 SplitOutcome split_layers(int64_t layers, const ParallelConfig& p) {
     SplitOutcome out;
     StageSplit& s = out.split;

@@ -63,6 +63,10 @@ struct SplitOutcome {
     [[nodiscard]] bool ok() const { return problem == nullptr; }
 };
 
+// What p's layers run again in backward (`layers` the model's): under full recompute of the first
+// p.recompute_layers of each chunk, the share of the pipeline's layers that is, over all chunks.
+RecomputePlan recompute_plan(const ParallelConfig& p, int64_t layers);
+
 // Cuts `layers` layers by p.split (and p.first_stage_layers / p.last_stage_layers, p.layout). A
 // layout split's StageSplit points into p.layout: it lives no longer than p.
 SplitOutcome split_layers(int64_t layers, const ParallelConfig& p);

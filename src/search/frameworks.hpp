@@ -35,11 +35,11 @@ struct Framework {
     // At cp 1 the kind is no kind.
     [[nodiscard]] bool ships_cp(int64_t cp, CpKind k) const { return cp == 1 || (cp_kinds >> static_cast<unsigned>(k) & 1U) != 0; }
     [[nodiscard]] bool ships_vp(int64_t vp) const { return vp == 1 || interleaving; }
-    // Megatron-Core's recompute_modules; TorchTitan and DeepSpeed checkpoint the attention core or
-    // the layer, nothing between.
-    [[nodiscard]] bool ships_recompute_modules(ModuleSet m) const {
-        return m == kDefaultRecomputeModules || name == "megatron" || name == "nemo";
-    }
+    // Megatron-Core's recompute_modules and its block method (full recompute of some layers per
+    // chunk); TorchTitan and DeepSpeed checkpoint the attention core or every layer, nothing between.
+    [[nodiscard]] bool megatron_core() const { return name == "megatron" || name == "nemo"; }
+    [[nodiscard]] bool ships_recompute_modules(ModuleSet m) const { return m == kDefaultRecomputeModules || megatron_core(); }
+    [[nodiscard]] bool ships_recompute_layers(int64_t n) const { return n == 0 || megatron_core(); }
 };
 
 const std::vector<Framework>& frameworks();

@@ -38,15 +38,14 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
         // The attention core's internals go with core_attn; a tensor its modules recompute, with them.
         b.selective_freed_bytes += ((recompute.modules & core_attn) != 0 ? op.core_saved_bytes : 0.0) +
                                    ((recompute.modules & op.frees) != 0 ? op.saved_bytes : 0.0);
-        const bool rerun = recompute.reruns(op.modules | (op.attention_core ? core_attn : ModuleSet{0}));
-        if (rerun) {
-            b.recompute_s += c.fwd_s;
-            b.recompute_flop += c.fwd_flop;
-        }
-        b.work.tensor_s += c.fwd_tensor_s + c.bwd_tensor_s + (rerun ? c.fwd_tensor_s : 0.0);
-        b.work.kernel_s += c.fwd_s + c.bwd_s + (rerun ? c.fwd_s : 0.0);
-        b.work.hbm_bytes += c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes + (rerun ? c.fwd_bytes : 0.0);
-        b.work.sram_bytes += (rerun ? 2.0 : 1.0) * fwd_onchip_bytes(c) + bwd_onchip_bytes(c);
+        // How often per layer the op runs again: once, or a layer's share under partial full recompute.
+        const double rerun = recompute.rerun_share(op.modules | (op.attention_core ? core_attn : ModuleSet{0}));
+        b.recompute_s += rerun * c.fwd_s;
+        b.recompute_flop += rerun * c.fwd_flop;
+        b.work.tensor_s += c.fwd_tensor_s + c.bwd_tensor_s + rerun * c.fwd_tensor_s;
+        b.work.kernel_s += c.fwd_s + c.bwd_s + rerun * c.fwd_s;
+        b.work.hbm_bytes += c.fwd_bytes + c.dgrad_bytes + c.wgrad_bytes + rerun * c.fwd_bytes;
+        b.work.sram_bytes += (1.0 + rerun) * fwd_onchip_bytes(c) + bwd_onchip_bytes(c);
         if (op.kind == OpKind::attention || op.kind == OpKind::batched_gemm) {
             out.attn_fwd_s += c.fwd_s;
             out.attn_bwd_s += c.bwd_s;
@@ -57,6 +56,8 @@ BlockCompute cost_block_compute(const LayerOps& ops, const std::vector<OpCost>& 
         }
     }
     b.input_bytes = ops.input_bytes;
+    // The layers partial full recompute leaves whole keep everything they saved.
+    b.full_kept_bytes = (1.0 - recompute.full_share) * (b.saved_bytes - b.input_bytes);
     b.transient_bytes = ops.transient_bytes;
     b.fwd_wall_s = b.fwd_s;
     b.bwd_wall_s = b.bwd_s;
@@ -97,7 +98,7 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
         const CollectiveCost& k = costs[i];
         const double one = k.time_s * c.count;
         // Full recompute runs every forward collective again, a module's recompute those inside it.
-        const double reps = (c.pass == Pass::fwd && recompute.reruns(c.modules)) ? 2.0 : 1.0;
+        const double reps = c.pass == Pass::fwd ? 1.0 + recompute.rerun_share(c.modules) : 1.0;
         b.work.scale_up_bytes += k.scale_up_bytes * c.count * reps;
         b.work.scale_out_bytes += k.scale_out_bytes * c.count * reps;
         const size_t g = idx(c.group);
@@ -111,7 +112,7 @@ BlockCost with_comms(const BlockCompute& compute, const std::vector<CommOp>& com
             (c.pass == Pass::fwd ? exposed_fwd : exposed_bwd) += one * reps * (1.0 - hide);
         }
     }
-    const double fwd_reps = recompute.mode == Recompute::full ? 2.0 : 1.0;  // the recompute's forward hides too
+    const double fwd_reps = recompute.mode == Recompute::full ? 1.0 + recompute.full_share : 1.0;  // the recompute's forward hides too
     // SUMMA pipelines its panel broadcasts and reductions with the panel GEMMs of the same pass
     // (both grid directions at once): its traffic hides behind the pass's compute outside the
     // attention core (the GEMMs and the element-wise work between them).

@@ -20,6 +20,7 @@ struct BlockCost {
     double saved_bytes = 0;       // activations kept for backward (no recompute)
     double selective_freed_bytes = 0;  // of which dropped by selective recompute (its modules)
     double input_bytes = 0;       // the block's input: all that full recompute keeps
+    double full_kept_bytes = 0;   // beyond it under partial full recompute: the whole layers' rest
     double transient_bytes = 0;   // held only while the block runs (LayerOps); the largest, not summed
     Work work;                    // what the energy model charges: passes, recompute and collectives
 
@@ -38,6 +39,7 @@ struct BlockCost {
         saved_bytes += n * o.saved_bytes;
         selective_freed_bytes += n * o.selective_freed_bytes;
         input_bytes += n * o.input_bytes;
+        full_kept_bytes += n * o.full_kept_bytes;
         transient_bytes = std::max(transient_bytes, o.transient_bytes);
         work.add(o.work, n);
         for (size_t g = 0; g < kGroups; ++g) {
@@ -56,7 +58,7 @@ struct BlockCost {
         switch (r) {
             case Recompute::none: return saved_bytes;
             case Recompute::selective: return saved_bytes - selective_freed_bytes;
-            case Recompute::full: return input_bytes;
+            case Recompute::full: return input_bytes + full_kept_bytes;
         }
         return saved_bytes;
     }

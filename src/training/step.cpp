@@ -540,7 +540,7 @@ void layer_comms(const TrainContext& c, const LayerOpSet& ops, const LayerSpans&
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p) {
     const LayerSpans l = place_layer_groups(p, c.system);
     const LayerOpSet ops = layer_op_set(c, p);
-    return cost_layers(c, p, l, compute_layers(c, ops, recompute_plan(p)), layer_comms(c, ops, l));
+    return cost_layers(c, p, l, compute_layers(c, ops, recompute_plan(p, c.model.layers)), layer_comms(c, ops, l));
 }
 
 LayerCosts cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpans& l, const LayerCompute& compute,
@@ -557,7 +557,7 @@ void cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpan
     const LayerOpSet& ops = *compute.ops;
     for (const LayerKind k : layer_kinds(c.model))
         out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans,
-                                       recompute_plan(p), ov);
+                                       recompute_plan(p, c.model.layers), ov);
     out.embedding = with_comms(compute.embedding, ops.embedding.comms, comms.embedding, c.system, spans, Recompute::none, ov);
     out.head = with_comms(compute.head, ops.head.comms, comms.head, c.system, spans, Recompute::none, ov);
 }
