@@ -129,6 +129,11 @@ TEST(LinearAttention, APromptRunsTheChunkedDeltaRule) {
     // 4,096 B), keeps two (RMSNorm's 4 and SiLU's 6 FLOP an element of 128 x 16).
     EXPECT_EQ(shape("gdn_in_proj").n, 52);
     EXPECT_EQ(shape("gdn_in_proj").m, 128);
+    EXPECT_EQ(shape("gdn_in_proj").k, 64);
+    EXPECT_EQ(shape("gdn_in_proj").batch, 1);
+    // It keeps the input norm's output it reads (128 x 64 x 2 B), which layernorm recompute drops.
+    EXPECT_DOUBLE_EQ(find(ops, "gdn_in_proj")->saved_bytes, 16384.0);
+    EXPECT_EQ(find(ops, "gdn_in_proj")->frees, module_bit(RecomputeModule::layernorm));
     EXPECT_EQ(shape("gdn_out_proj").k, 16);
     const Op* conv = find(ops, "gdn_conv1d");
     EXPECT_DOUBLE_EQ(conv->bytes, 2.0 * 4096.0 * 2.0);

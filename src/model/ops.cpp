@@ -139,7 +139,7 @@ void inside(LayerOps& out, ListEnds from, RecomputeModule m, bool checkpointed) 
 // mla_up_proj) keeps its input and drops its output, which the next ops saved.
 void output_dropped_by(LayerOps& out, size_t from, double bytes, RecomputeModule m) {
     for (size_t i = from; i < out.ops.size(); ++i)
-        if (bytes > 0 && out.ops[i].saved_bytes == bytes) out.ops[i].frees |= module_bit(m);
+        if (out.ops[i].saved_bytes == bytes) out.ops[i].frees |= module_bit(m);
 }
 
 // A weight GEMM reading a pre-norm's output (a sublayer's first GEMMs): what it saves, the
