@@ -180,5 +180,4 @@ struct ParallelConfig {
     bool operator==(const ParallelConfig&) const = default;
 };
 
-
 }  // namespace sm
