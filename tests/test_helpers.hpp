@@ -241,6 +241,18 @@ inline EnergySpec round_energy() {
 // An op list's entries by name, for hand checks of ops.cpp. Each returns a reference into `ops`:
 // hold the LayerOps in a variable first (a temporary's ops die at the end of the statement).
 // A missing name fails the test and returns an empty entry.
+// One layer's shape: `batch` sequences of `s` tokens attending over themselves, tensor-parallel
+// over `tp` ranks, with or without sequence parallelism.
+inline LayerShape layer_shape(double batch, double s, int64_t tp, bool sp) {
+    LayerShape x;
+    x.batch = batch;
+    x.q_len = s;
+    x.kv_len = s;
+    x.tp = tp;
+    x.sequence_parallel = sp;
+    return x;
+}
+
 inline const Op& op_named(const LayerOps& ops, std::string_view name) {
     for (const Op& op : ops.ops)
         if (op.name == name) return op;

@@ -27,15 +27,7 @@ double saved(const LayerOps& ops, Recompute r) {
     return b;
 }
 
-LayerShape shape(double b, double s, int64_t tp, bool sp) {
-    LayerShape x;
-    x.batch = b;
-    x.q_len = s;
-    x.kv_len = s;
-    x.tp = tp;
-    x.sequence_parallel = sp;
-    return x;
-}
+const auto shape = testing::layer_shape;
 
 // Refilling a block (the search reuses one per worker) leaves nothing of what it held before: a
 // context-parallel all-gather block holds its gathered K/V (transient bytes, three more

@@ -160,15 +160,7 @@ TEST(RecomputeModules, MoreRecomputedLayersNeverFasterNorBigger) {
     EXPECT_NEAR(evaluate_training(c, p).breakdown.recompute_s, 0.5 * full.breakdown.recompute_s, 1e-12);
 }
 
-LayerShape shape(double b, double s, int64_t tp, bool sp) {
-    LayerShape x;
-    x.batch = b;
-    x.q_len = s;
-    x.kv_len = s;
-    x.tp = tp;
-    x.sequence_parallel = sp;
-    return x;
-}
+const auto shape = testing::layer_shape;
 
 double freed(const LayerOps& ops, ModuleSet modules) {
     return cost_block_compute(ops, testing::round_system(), CostContext{}, {Recompute::selective, modules}).cost.selective_freed_bytes;

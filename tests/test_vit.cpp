@@ -36,15 +36,7 @@ ModelSpec tiny_vit() {
     return m;
 }
 
-LayerShape shape(double batch, double s, int64_t tp, bool sp) {
-    LayerShape x;
-    x.batch = batch;
-    x.q_len = s;
-    x.kv_len = s;
-    x.tp = tp;
-    x.sequence_parallel = sp;
-    return x;
-}
+const auto shape = testing::layer_shape;
 
 TEST(Vit, DropoutWithoutAPositionTableIsItsOwnKernel) {
     // No position table to add (RoPE, ALiBi) and dropout on: the patch embedding's output passes

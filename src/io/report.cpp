@@ -58,12 +58,8 @@ Json parallel_json(const ParallelConfig& p) {
            {"sequence_parallel", p.sequence_parallel}, {"microbatch", p.microbatch}, {"zero", p.zero},
            {"recompute", to_string(p.recompute)}, {"offload", to_string(p.offload)}, {"order", to_string(p.order)},
            {"cp_kind", to_string(p.cp_kind)}};
-    if (p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules) {
-        Json mods = Json::array();
-        for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
-            if ((p.recompute_modules >> i) & 1u) mods.push_back(kRecomputeModuleNames[i]);
-        j["recompute_modules"] = std::move(mods);
-    }
+    if (p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules)
+        j["recompute_modules"] = module_list(p.recompute_modules);
     if (p.recompute == Recompute::full && p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;
     if (p.split == PipelineSplit::first_last) {
         j["first_stage_layers"] = p.first_stage_layers;
@@ -183,6 +179,19 @@ Json train_json(const Scenario& s, const TrainResult& r) {
     return j;
 }
 
+namespace {
+
+// The recompute mode, with its modules or its layers per chunk where they are not the default.
+std::string recompute_label(const ParallelConfig& p) {
+    if (p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules)
+        return fmt::format("selective ({})", module_names(p.recompute_modules, ", "));
+    if (p.recompute == Recompute::full && p.recompute_layers > 0)
+        return fmt::format("full (the first {} layer{} of each chunk)", p.recompute_layers, p.recompute_layers == 1 ? "" : "s");
+    return std::string(to_string(p.recompute));
+}
+
+}  // namespace
+
 std::string train_text(const Scenario& s, const TrainResult& r) {
     const ParallelConfig& p = s.parallel;
     const TrainBreakdown& b = r.breakdown;
@@ -192,13 +201,7 @@ std::string train_text(const Scenario& s, const TrainResult& r) {
     o += provenance_text(s);
     o += fmt::format("Layout: tp {} . pp {} . dp {} . cp {}{}  vp {}  micro-batch {} x {}  ZeRO {}  recompute {}  {}\n",
                      p.tp, p.pp, p.dp, p.cp, p.sequence_parallel ? " (+SP)" : "", p.vp, p.microbatch, r.microbatches,
-                     p.zero,
-                     p.recompute == Recompute::selective && p.recompute_modules != kDefaultRecomputeModules
-                         ? fmt::format("selective ({})", module_names(p.recompute_modules, ", "))
-                     : p.recompute == Recompute::full && p.recompute_layers > 0
-                         ? fmt::format("full (the first {} layer{} of each chunk)", p.recompute_layers, p.recompute_layers == 1 ? "" : "s")
-                         : std::string(to_string(p.recompute)),
-                     to_string(s.training.precision));
+                     p.zero, recompute_label(p), to_string(s.training.precision));
     if (p.summa())
         o += fmt::format("Tensor parallelism: SUMMA 2D, {} rows x {} columns (tokens over rows, heads and widths over columns)\n",
                          p.tp_rows, p.tp_cols());

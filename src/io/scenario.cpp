@@ -575,6 +575,14 @@ SystemSpec read_system(const Json& j, const std::string& path, Json* sink = null
     return s;
 }
 
+// A list field's names as bits, each by its place in `all` (ObjectReader::choices refuses an
+// unknown or repeated name); all of them when the field is left out.
+unsigned chosen_bits(ObjectReader& r, const char* key, const std::vector<std::string>& all) {
+    unsigned bits = 0;
+    for (const std::string& name : r.choices(key, all, all)) bits |= 1u << (std::find(all.begin(), all.end(), name) - all.begin());
+    return bits;
+}
+
 ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     static const char* const keys[] = {"tp", "tp_rows", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "microbatch", "zero",
                                        "recompute", "recompute_layers", "offload", "first_stage_layers", "last_stage_layers", "order", "cp_kind",
@@ -595,10 +603,8 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
     if (r.has("recompute_modules")) {
         // Megatron-Core's recompute_modules: what selective recompute re-runs (the search's
         // selective mode too, when the mode is searched).
-        const std::vector<std::string> all(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end());
-        p.recompute_modules = 0;
-        for (const std::string& name : r.choices("recompute_modules", {}, all))
-            p.recompute_modules |= static_cast<ModuleSet>(1u << (std::find(all.begin(), all.end(), name) - all.begin()));
+        p.recompute_modules = static_cast<ModuleSet>(
+            chosen_bits(r, "recompute_modules", std::vector<std::string>(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end())));
         if (r.has("recompute") && p.recompute != Recompute::selective)
             fail(r.path_of("recompute_modules"), "a value beside recompute \"" + rc + "\"",
                  "only with parallel.recompute \"selective\" (or the recompute mode left out)");
@@ -713,10 +719,7 @@ TrainingSpec read_training(ObjectReader r, const ParallelConfig& p, int64_t seq_
     t.grad_reduce = gr == "per_step" ? GradReduce::per_step : gr == "per_microbatch" ? GradReduce::per_microbatch : GradReduce::automatic;
     if (r.choice("method", "full", {"full", "lora"}) == "lora") {
         t.lora.rank = r.integer("lora_rank", std::nullopt, 1, 65536);
-        const std::vector<std::string> all = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
-        t.lora.targets = 0;
-        for (const std::string& name : r.choices("lora_targets", all, all))
-            t.lora.targets |= static_cast<uint8_t>(1u << (std::find(all.begin(), all.end(), name) - all.begin()));
+        t.lora.targets = static_cast<uint8_t>(chosen_bits(r, "lora_targets", {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"}));
     } else {
         for (const char* k : {"lora_rank", "lora_targets"})
             if (r.has(k)) fail(r.path_of(k), "a value", "only with training.method \"lora\"");

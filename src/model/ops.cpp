@@ -577,12 +577,6 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
     // mla_up_proj recompute (Megatron's qkv_up_checkpoint) keeps the latents the two latent norms
     // read and runs the norms, the up-projections and RoPE again: what the up-projections and the
     // core saved (their inputs; Q, K and V) is dropped.
-    const auto up_proj = [&](ListEnds from) {
-        for (size_t i = from.ops; i < out.ops.size(); ++i) {
-            out.ops[i].modules |= module_bit(RecomputeModule::mla_up_proj);
-            out.ops[i].frees |= out.ops[i].kind == OpKind::gemm ? module_bit(RecomputeModule::mla_up_proj) : ModuleSet{0};
-        }
-    };
     norm_reader_gemm(out, s, "kv_down_proj", {d.tokens_sp, cache, d.h, 1}, in_saved, qkv);
     norm(out, "kv_norm", m, d, kv_lat);
     out.ops.back().modules |= module_bit(RecomputeModule::mla_up_proj);
@@ -610,7 +604,7 @@ void mla(LayerOps& out, const ModelSpec& m, const LayerShape& s, const Dims& d) 
         weight_gemm(out, s, "kv_up_proj", {d.tokens, d.heads * (nope + v), kv_lat, 1}, d.tokens_sp * kv_lat * d.e, qkv);
         out.ops.back().core_projection = true;
         rope(out, d, (d.heads + 1.0) * rope_dim);  // the query's RoPE part per head, one shared RoPE key
-        up_proj(up);
+        inside(out, up, RecomputeModule::mla_up_proj, true);
         const size_t core = out.ops.size();
         cp_attention(out, m, s, d, {d.heads, d.heads, qk, v});
         for (size_t i = core; i < out.ops.size(); ++i)

@@ -32,11 +32,17 @@ inline constexpr std::array<std::string_view, 7> kRecomputeModuleNames = {"core_
 using ModuleSet = uint8_t;
 constexpr ModuleSet module_bit(RecomputeModule m) { return static_cast<ModuleSet>(1u << static_cast<unsigned>(m)); }
 inline constexpr ModuleSet kDefaultRecomputeModules = module_bit(RecomputeModule::core_attn);  // Megatron's default
-// The set's names in Megatron's order, `sep` between them.
+// The set's names in Megatron's order.
+inline std::vector<std::string_view> module_list(ModuleSet set) {
+    std::vector<std::string_view> out;
+    for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
+        if ((set >> i) & 1u) out.push_back(kRecomputeModuleNames[i]);
+    return out;
+}
+// The same as one text, `sep` between the names.
 inline std::string module_names(ModuleSet set, std::string_view sep) {
     std::string out;
-    for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i)
-        if ((set >> i) & 1u) out.append(out.empty() ? "" : sep).append(kRecomputeModuleNames[i]);
+    for (const std::string_view name : module_list(set)) out.append(out.empty() ? "" : sep).append(name);
     return out;
 }
 

@@ -550,7 +550,8 @@ void run_task(const TrainContext& c, const Plan& plan, const Task& task, const L
                     ops_built = true;
                 }
                 if (!computed_here) {
-                    compute_layers(c, w.ops, recompute_plan(p, c.model.layers), w.compute);
+                    // Every layer under full: the search refuses parallel.recompute_layers.
+                    compute_layers(c, w.ops, {rc, p.recompute_modules}, w.compute);
                     computed_here = true;
                     compute_total_s = micro_batch_total_s(plan.params.layers, w.compute.costs);
                     tensor_per_sample[mode] = micro_batch_tensor_s(plan.params.layers, w.compute.costs) / static_cast<double>(mb);

@@ -555,9 +555,9 @@ void cost_layers(const TrainContext& c, const ParallelConfig& p, const LayerSpan
     const CommSpans spans = layer_comm_spans(l);
     const double ov = c.training.tp_overlap;
     const LayerOpSet& ops = *compute.ops;
+    const RecomputePlan plan = recompute_plan(p, c.model.layers);
     for (const LayerKind k : layer_kinds(c.model))
-        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans,
-                                       recompute_plan(p, c.model.layers), ov);
+        out.layer[idx(k)] = with_comms(compute.layer[idx(k)], ops.layer[idx(k)].comms, comms.layer[idx(k)], c.system, spans, plan, ov);
     out.embedding = with_comms(compute.embedding, ops.embedding.comms, comms.embedding, c.system, spans, Recompute::none, ov);
     out.head = with_comms(compute.head, ops.head.comms, comms.head, c.system, spans, Recompute::none, ov);
 }
