@@ -161,7 +161,7 @@ bad "system.scale_up.gpus_used_per_domain" train "$base" --set system.scale_up.g
 bad "parallel.offload" train "$base" --set parallel.offload='"disk"'
 # Megatron-Core's recompute_modules: names, the mode they need, the overlaps they exclude, the report.
 bad "did you mean \"mla_up_proj\"" train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mla_upproj
-bad "parallel.recompute_modules" train "$base" --set parallel.recompute=full --set parallel.recompute_modules=mlp
+WANT='recompute full ' good train "$base" --set parallel.recompute=full --set parallel.recompute_modules=mlp
 bad "parallel.recompute_modules" train "$base" --set model.preset=mixtral-8x7b --set parallel.recompute_modules=moe \
     --set training.moe_a2a_overlap=true
 WANT='recompute selective (layernorm, mlp)' good train "$base" --set parallel.recompute=selective --set parallel.recompute_modules=mlp,layernorm

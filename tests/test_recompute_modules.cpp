@@ -271,6 +271,11 @@ TEST(RecomputeModules, ScenarioReadsTheModules) {
     auto implied = testing::load(kMoeBase, {"parallel.recompute_modules=moe"});
     ASSERT_TRUE(implied.ok()) << implied.error().message();
     EXPECT_EQ(implied.value().parallel.recompute, Recompute::selective);
+    // Beside another mode the modules are kept, not read (Megatron-Core reads them only under
+    // selective): full stays full, and the overlap rules do not apply.
+    auto beside = testing::load(kMoeBase, {"parallel.recompute=full", "parallel.recompute_modules=moe", "training.moe_a2a_overlap=true"});
+    ASSERT_TRUE(beside.ok()) << beside.error().message();
+    EXPECT_EQ(beside.value().parallel.recompute, Recompute::full);
     auto searched = testing::load(kMoeBase, {"parallel.recompute_modules=moe"}, Purpose::search);
     ASSERT_TRUE(searched.ok()) << searched.error().message();
     EXPECT_EQ(searched.value().parallel_given.count("recompute"), 0u);
@@ -286,7 +291,6 @@ TEST(RecomputeModules, BadModulesExitWithOneLine) {
     const InputError typo = error_of({"parallel.recompute=selective", "parallel.recompute_modules=mla_upproj"});
     EXPECT_EQ(typo.path, "parallel.recompute_modules");
     EXPECT_NE(typo.message().find("did you mean \"mla_up_proj\""), std::string::npos) << typo.message();
-    EXPECT_EQ(error_of({"parallel.recompute=full", "parallel.recompute_modules=mlp"}).path, "parallel.recompute_modules");
     EXPECT_EQ(error_of({"parallel.recompute=selective", "parallel.recompute_modules=mlp,mlp"}).path, "parallel.recompute_modules");
     // Megatron-Core refuses the whole MoE layer beside the A2A overlap, the shared experts beside theirs.
     const InputError a2a = error_of({"parallel.recompute=selective", "parallel.recompute_modules=moe", "training.moe_a2a_overlap=true"});

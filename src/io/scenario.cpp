@@ -605,12 +605,11 @@ ParallelConfig read_parallel(ObjectReader r, std::set<std::string>& given) {
         // selective mode too, when the mode is searched).
         p.recompute_modules = static_cast<ModuleSet>(
             chosen_bits(r, "recompute_modules", std::vector<std::string>(kRecomputeModuleNames.begin(), kRecomputeModuleNames.end())));
-        if (r.has("recompute") && p.recompute != Recompute::selective)
-            fail(r.path_of("recompute_modules"), "a value beside recompute \"" + rc + "\"",
-                 "only with parallel.recompute \"selective\" (or the recompute mode left out)");
         // Modules without a mode mean selective, as Megatron-Bridge's recompute override sets it
-        // (the search still searches the mode: "recompute" is not among the given fields).
-        p.recompute = Recompute::selective;
+        // (the search still searches the mode: "recompute" is not among the given fields). Beside
+        // none or full they are kept and not read, as Megatron-Core reads them only under
+        // selective: `--set parallel.recompute=full` on a scenario that names modules works.
+        if (!r.has("recompute")) p.recompute = Recompute::selective;
     }
     if (p.recompute_layers > 0 && p.recompute != Recompute::full)
         fail(r.path_of("recompute_layers"), std::to_string(p.recompute_layers),
@@ -679,6 +678,7 @@ DisaggDeployment read_disaggregated(ObjectReader r, const ModelSpec& m) {
 // overlap (its backward interleaves with a paired micro-batch's forward), the shared experts with
 // their overlap (they hide the dispatch). Megatron-Bridge docs/training/activation-recomputation.md.
 void check_recompute_modules(const Scenario& s) {
+    if (s.parallel.recompute != Recompute::selective) return;  // the modules are not read
     const ModuleSet mods = s.parallel.recompute_modules;
     if ((mods & module_bit(RecomputeModule::moe)) != 0 && s.model.moe.enabled() && s.training.moe_a2a_overlap)
         fail("parallel.recompute_modules", "\"moe\" beside training.moe_a2a_overlap true",

@@ -57,7 +57,8 @@ Expected<LayoutConstraints> restrict_to(LayoutConstraints f, const Framework& fw
     if (f.cp_kind && !fw.ships_cp(f.cp.value_or(0), *f.cp_kind))
         return refuse("parallel.cp_kind", std::string(to_string(*f.cp_kind)), "a context-parallel kind it ships");
     if (f.vp && !fw.ships_vp(*f.vp)) return refuse("parallel.vp", std::to_string(*f.vp), "1: no interleaved pipeline schedule");
-    if (!fw.ships_recompute_modules(f.recompute_modules))
+    const bool selective = !f.recompute || *f.recompute == Recompute::selective;  // the only mode that reads the modules
+    if (selective && !fw.ships_recompute_modules(f.recompute_modules))
         return refuse("parallel.recompute_modules", module_names(f.recompute_modules, ","), "left out (the attention core)");
     f.tp_rows = 1;
     f.order = RankOrder::tp_cp_dp;
